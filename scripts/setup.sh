@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what the build and tests need and is missing (Debian 12). Idempotent.
+set -euo pipefail
+
+PACKAGES=(cmake g++ make libhwy-dev libgtest-dev libbenchmark-dev emscripten chromium)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,132 @@
+// mha::MultiheadAttention: PyTorch 1.13 nn.MultiheadAttention.forward in eval
+// mode, plus separate query/key and value head dims.
+//
+// Semantics (see DESIGN.md):
+// - Inputs are (L, N, E) or, with batch_first, (N, L, E); unbatched inputs are
+//   (L, E). key/value are (S, N, kdim) / (S, N, vdim) likewise.
+// - key_padding_mask: (N, S), or (S) for unbatched input. attn_mask: (L, S) or
+//   (N * num_heads, L, S) indexed n * num_heads + h ((num_heads, L, S) for
+//   unbatched input). Bool masks: true = may not attend. Float masks are added
+//   to the scores. Both given: they combine (a float key_padding_mask is added,
+//   as PyTorch documents; 1.13's fused path treats it as bool, we do not).
+// - is_causal: query i may attend key j only if j <= i (top-left aligned, also
+//   when L != S). It combines with the other masks.
+// - A bias_k / add_zero_attn key is never masked.
+// - Fully masked rows: when every key of query i is masked (and no bias_k or
+//   zero-attention key rescues it), softmax over -inf gives NaN, as in PyTorch
+//   1.13: that query's whole output row (all embed_dim features, since the
+//   output projection mixes the heads) is NaN, and so are its weights (for
+//   averaged weights, the average over heads is NaN if any head is).
+// - Outputs: attn_output of the query's layout with embed_dim features;
+//   weights (N, L, S') averaged, or (N, num_heads, L, S') per head, (L, S') /
+//   (num_heads, L, S') unbatched, where S' counts bias_k and zero-attention keys.
+// - dropout is accepted and ignored: this is inference (eval mode).
+//
+// Thread safety: Forward on one module is serialised internally; distinct
+// modules may run concurrently (sharing a pool serialises their ParallelFor).
+#ifndef MHA_SRC_MULTIHEAD_ATTENTION_H_
+#define MHA_SRC_MULTIHEAD_ATTENTION_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "src/status.h"
+#include "src/tensor.h"
+#include "src/thread_pool.h"
+
+namespace mha {
+
+struct MultiheadAttentionConfig {
+  int64_t embed_dim = 0;   // required, > 0
+  int64_t num_heads = 0;   // required, > 0
+  bool bias = true;
+  bool add_bias_kv = false;
+  bool add_zero_attn = false;
+  int64_t kdim = 0;        // 0: embed_dim
+  int64_t vdim = 0;        // 0: embed_dim
+  bool batch_first = false;
+  int64_t qk_head_dim = 0; // 0: embed_dim / num_heads (which must then divide)
+  int64_t v_head_dim = 0;  // 0: embed_dim / num_heads
+  float dropout = 0.0f;    // ignored (eval)
+};
+
+struct ForwardOptions {
+  MaskView key_padding_mask;
+  MaskView attn_mask;
+  bool need_weights = true;
+  bool average_attn_weights = true;
+  bool is_causal = false;
+};
+
+struct ForwardResult {
+  Tensor output;
+  Tensor weights;  // empty (no shape) unless need_weights
+};
+
+// One named parameter as PyTorch's state_dict holds it.
+struct ParameterSpec {
+  std::string name;
+  Shape shape;
+};
+
+class MultiheadAttention {
+ public:
+  // Validates `config`; on success `*out` holds a module whose parameters are
+  // all zero until loaded.
+  static Status Create(const MultiheadAttentionConfig& config,
+                       std::unique_ptr<MultiheadAttention>* out);
+
+  const MultiheadAttentionConfig& config() const { return config_; }
+
+  // The state_dict entries this configuration has, with their shapes.
+  std::vector<ParameterSpec> Parameters() const;
+
+  // Copies one parameter; `name` is a PyTorch state_dict key and `shape` must
+  // match Parameters() exactly. in_proj_weight is accepted when kdim == vdim ==
+  // embed_dim and the head dims are the defaults; q/k/v_proj_weight otherwise.
+  Status LoadParameter(const std::string& name, const float* data, const Shape& shape);
+
+  // Loads every parameter from `tensors`; unknown names are an error, and so
+  // is a missing one. Names may carry `prefix` (e.g. "attn.").
+  Status LoadStateDict(const std::map<std::string, TensorView>& tensors,
+                       const std::string& prefix = "");
+
+  // Loads from the bytes of a .safetensors file (F32, F16 or BF16 tensors).
+  Status LoadSafetensors(const uint8_t* bytes, size_t size, const std::string& prefix = "");
+
+  // `pool` may be null (runs on the calling thread).
+  Status Forward(const TensorView& query, const TensorView& key, const TensorView& value,
+                 const ForwardOptions& options, ForwardResult* result,
+                 ThreadPool* pool = nullptr);
+
+  ~MultiheadAttention();
+
+ private:
+  explicit MultiheadAttention(const MultiheadAttentionConfig& config);
+  struct Impl;
+  MultiheadAttentionConfig config_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// torch.nn.functional.scaled_dot_product_attention (PyTorch 2.x conventions):
+// q (B, H, L, E), k (B, H, S, E), v (B, H, S, Ev), or the same without H
+// (3-D). attn_mask broadcasts to (B, H, L, S): bool true = MAY attend, float is
+// added. is_causal masks j > i (top-left); it may not be combined with a mask.
+// scale: 0 means 1/sqrt(E). Rows with no attendable key are NaN.
+struct SdpaOptions {
+  MaskView attn_mask;
+  bool is_causal = false;
+  float scale = 0.0f;
+};
+
+Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
+                                 const TensorView& value, const SdpaOptions& options,
+                                 Tensor* output, ThreadPool* pool = nullptr);
+
+}  // namespace mha
+
+#endif  // MHA_SRC_MULTIHEAD_ATTENTION_H_

@@ -1,0 +1,48 @@
+// A persistent fork-join pool: threads are created once, ParallelFor hands
+// each of them a static, contiguous share of [0, n).
+#ifndef MHA_SRC_THREAD_POOL_H_
+#define MHA_SRC_THREAD_POOL_H_
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace mha {
+
+class ThreadPool {
+ public:
+  // `num_threads` counts the calling thread: 1 creates no worker threads.
+  explicit ThreadPool(size_t num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  size_t num_threads() const { return workers_.size() + 1; }
+
+  // Calls body(begin, end, thread_index) on disjoint ranges covering [0, n),
+  // one range per thread, and returns when all are done. The calling thread
+  // takes part as thread 0. Not reentrant: `body` must not call ParallelFor.
+  // Calls from several threads at once are serialised.
+  void ParallelFor(size_t n, const std::function<void(size_t, size_t, size_t)>& body);
+
+ private:
+  void WorkerLoop(size_t thread_index);
+
+  std::vector<std::thread> workers_;
+  std::mutex call_mutex_;  // one ParallelFor at a time
+  std::mutex mutex_;
+  std::condition_variable work_ready_;
+  std::condition_variable work_done_;
+  const std::function<void(size_t, size_t, size_t)>* body_ = nullptr;
+  size_t n_ = 0;
+  size_t generation_ = 0;
+  size_t pending_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace mha
+
+#endif  // MHA_SRC_THREAD_POOL_H_
