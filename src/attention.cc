@@ -1,0 +1,57 @@
+#include "src/attention.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace mha {
+namespace {
+
+// Queries per work item: a multiple of the kernel's query chunk (64), small
+// enough to balance causal work across threads.
+constexpr size_t kQueriesPerItem = 64;
+
+}  // namespace
+
+const float* AdditiveMask(const MaskView& mask, uint8_t masked_value, std::vector<float>* storage) {
+  if (mask.kind == MaskKind::kFloat) return mask.float_data;
+  if (mask.kind == MaskKind::kNone) return nullptr;
+  const size_t n = static_cast<size_t>(NumElements(mask.shape));
+  storage->resize(n);
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t value = mask.bool_data[i] != 0 ? 1 : 0;
+    (*storage)[i] = value == masked_value ? neg_inf : 0.0f;
+  }
+  return storage->data();
+}
+
+void RunAttentionHeads(const std::vector<kernels::AttentionHead>& heads, ThreadPool* pool,
+                       AlignedBuffer* scratch) {
+  if (heads.empty()) return;
+  const size_t queries = heads[0].num_queries;
+  const size_t chunks = (queries + kQueriesPerItem - 1) / kQueriesPerItem;
+  size_t per_thread = 0;
+  for (const kernels::AttentionHead& head : heads) {
+    per_thread = std::max(per_thread, kernels::AttentionScratchSize(head));
+  }
+  // Round up to 64 floats so each thread's share starts on its own cache lines.
+  per_thread = (per_thread + 63) / 64 * 64;
+  const size_t threads = pool != nullptr ? pool->num_threads() : 1;
+  float* base = scratch->Get(per_thread * threads);
+  auto task = [&](size_t begin, size_t end, size_t thread) {
+    float* mine = base + thread * per_thread;
+    for (size_t item = begin; item < end; ++item) {
+      const kernels::AttentionHead& head = heads[item / chunks];
+      const size_t q0 = (item % chunks) * kQueriesPerItem;
+      const size_t q1 = std::min(queries, q0 + kQueriesPerItem);
+      kernels::Attention(head, q0, q1, mine);
+    }
+  };
+  if (pool != nullptr) {
+    pool->ParallelFor(heads.size() * chunks, task);
+  } else {
+    task(0, heads.size() * chunks, 0);
+  }
+}
+
+}  // namespace mha

@@ -1,0 +1,263 @@
+// Attention for one (batch, head) over a range of queries, in tiles of keys.
+//
+// Keys are processed kKeyTile at a time: the tile of K is transposed (so
+// scores vectorise across keys for any head dim) and the tile of V padded to
+// whole vectors. Without weights, an online softmax keeps a running max and
+// sum per query, so the L x S score matrix never exists (flash attention);
+// tiles that causal or key-padding masks remove entirely are skipped. With
+// weights, scores go straight into the caller's weights rows, are
+// softmax-normalised in place and then multiply V.
+
+#if defined(MHA_SRC_KERNELS_FLASH_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef MHA_SRC_KERNELS_FLASH_ATTENTION_INL_H_
+#undef MHA_SRC_KERNELS_FLASH_ATTENTION_INL_H_
+#else
+#define MHA_SRC_KERNELS_FLASH_ATTENTION_INL_H_
+#endif
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <limits>
+
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+#include "src/kernels/kernels.h"
+#include "src/kernels/softmax-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mha {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using kernels::AttentionHead;
+
+// Score rows computed together: 4 accumulators share each loaded K vector.
+constexpr size_t kQueryBlock = 4;
+// Queries whose running state (max, sum, accumulator) is kept at once; each
+// K/V tile is transposed once per this many queries.
+constexpr size_t kQueryChunk = 64;
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Keys per tile: 64, rounded up to whole vectors.
+inline size_t KeyTile() {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  return (64 + lanes - 1) / lanes * lanes;
+}
+
+inline size_t PaddedVDim(size_t v_dim) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  return (v_dim + lanes - 1) / lanes * lanes;
+}
+
+// Per-thread scratch: K tile (qk_dim x tile), V tile (tile x v_pad), scores
+// (block x tile), and per chunk query max, sum and accumulator.
+inline size_t AttentionScratchSize(const AttentionHead& head) {
+  const size_t tile = KeyTile();
+  const size_t v_pad = PaddedVDim(head.v_dim);
+  return head.qk_dim * tile + tile * v_pad + kQueryBlock * tile + 2 * kQueryChunk +
+         kQueryChunk * v_pad;
+}
+
+inline const float* KeyRow(const AttentionHead& h, size_t j) {
+  return j < h.masked_keys ? h.k + j * h.k_stride : h.extra_k + (j - h.masked_keys) * h.qk_dim;
+}
+
+inline const float* ValueRow(const AttentionHead& h, size_t j) {
+  return j < h.masked_keys ? h.v + j * h.v_stride : h.extra_v + (j - h.masked_keys) * h.v_dim;
+}
+
+// kt[d * tile + c] = K[j0 + c][d]; zero past the last key.
+inline void TransposeKeyTile(const AttentionHead& h, size_t j0, size_t cols, size_t tile,
+                             float* HWY_RESTRICT kt) {
+  for (size_t c = 0; c < cols; ++c) {
+    const float* row = KeyRow(h, j0 + c);
+    for (size_t dd = 0; dd < h.qk_dim; ++dd) kt[dd * tile + c] = row[dd];
+  }
+  for (size_t dd = 0; dd < h.qk_dim; ++dd) {
+    for (size_t c = cols; c < tile; ++c) kt[dd * tile + c] = 0.0f;
+  }
+}
+
+// vt[c * v_pad + e] = V[j0 + c][e]; zero padding.
+inline void PadValueTile(const AttentionHead& h, size_t j0, size_t cols, size_t v_pad,
+                         float* HWY_RESTRICT vt) {
+  for (size_t c = 0; c < cols; ++c) {
+    std::memcpy(vt + c * v_pad, ValueRow(h, j0 + c), h.v_dim * sizeof(float));
+    for (size_t e = h.v_dim; e < v_pad; ++e) vt[c * v_pad + e] = 0.0f;
+  }
+}
+
+// scores[r * tile + c] = scale * q[i0 + r] . K[j0 + c] + masks, for r < rows
+// (<= kQueryBlock); -inf past the last key.
+inline void ScoreBlock(const AttentionHead& h, size_t i0, size_t rows, size_t j0, size_t cols,
+                       const float* HWY_RESTRICT kt, size_t tile, float* HWY_RESTRICT scores) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  const float* q0 = h.q + i0 * h.q_stride;
+  const float* q1 = h.q + (i0 + (rows > 1 ? 1 : 0)) * h.q_stride;
+  const float* q2 = h.q + (i0 + (rows > 2 ? 2 : rows - 1)) * h.q_stride;
+  const float* q3 = h.q + (i0 + (rows > 3 ? 3 : rows - 1)) * h.q_stride;
+  const auto vscale = hn::Set(d, h.scale);
+  for (size_t c = 0; c < tile; c += lanes) {
+    auto s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
+    for (size_t dd = 0; dd < h.qk_dim; ++dd) {
+      const auto k = hn::LoadU(d, kt + dd * tile + c);
+      s0 = hn::MulAdd(hn::Set(d, q0[dd]), k, s0);
+      s1 = hn::MulAdd(hn::Set(d, q1[dd]), k, s1);
+      s2 = hn::MulAdd(hn::Set(d, q2[dd]), k, s2);
+      s3 = hn::MulAdd(hn::Set(d, q3[dd]), k, s3);
+    }
+    hn::StoreU(hn::Mul(s0, vscale), d, scores + c);
+    if (rows > 1) hn::StoreU(hn::Mul(s1, vscale), d, scores + tile + c);
+    if (rows > 2) hn::StoreU(hn::Mul(s2, vscale), d, scores + 2 * tile + c);
+    if (rows > 3) hn::StoreU(hn::Mul(s3, vscale), d, scores + 3 * tile + c);
+  }
+  for (size_t r = 0; r < rows; ++r) {
+    const size_t i = i0 + r;
+    float* row = scores + r * tile;
+    const size_t masked_cols = h.masked_keys > j0 ? HWY_MIN(cols, h.masked_keys - j0) : 0;
+    for (size_t c = 0; c < masked_cols; ++c) {
+      const size_t j = j0 + c;
+      if (h.mask != nullptr) row[c] += h.mask[i * h.mask_stride + j];
+      if (h.key_bias != nullptr) row[c] += h.key_bias[j];
+      if (h.causal && j > i) row[c] = kNegInf;
+    }
+    for (size_t c = cols; c < tile; ++c) row[c] = kNegInf;
+  }
+}
+
+// acc[0, v_pad) = acc * corr + sum_c p[c] * vt[c].
+inline void AccumulateValues(const float* HWY_RESTRICT p, size_t cols,
+                             const float* HWY_RESTRICT vt, size_t v_pad, float corr,
+                             float* HWY_RESTRICT acc) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  const auto vcorr = hn::Set(d, corr);
+  for (size_t e = 0; e < v_pad; e += lanes) {
+    auto a = hn::Mul(hn::LoadU(d, acc + e), vcorr);
+    for (size_t c = 0; c < cols; ++c) {
+      a = hn::MulAdd(hn::Set(d, p[c]), hn::LoadU(d, vt + c * v_pad + e), a);
+    }
+    hn::StoreU(a, d, acc + e);
+  }
+}
+
+// True when key padding removes every key of [j0, j0 + cols).
+inline bool TileFullyPadded(const AttentionHead& h, size_t j0, size_t cols) {
+  if (h.key_bias == nullptr || j0 + cols > h.masked_keys) return false;
+  for (size_t c = 0; c < cols; ++c) {
+    if (h.key_bias[j0 + c] != kNegInf) return false;
+  }
+  return true;
+}
+
+inline void WriteOutputRow(const AttentionHead& h, size_t i, const float* acc, float inv_sum) {
+  float* out = h.out + i * h.out_stride;
+  for (size_t e = 0; e < h.v_dim; ++e) out[e] = acc[e] * inv_sum;
+}
+
+// Online-softmax attention for queries [i_begin, i_end) (<= kQueryChunk).
+inline void FlashChunk(const AttentionHead& h, size_t i_begin, size_t i_end, float* scratch) {
+  const size_t tile = KeyTile();
+  const size_t v_pad = PaddedVDim(h.v_dim);
+  float* kt = scratch;
+  float* vt = kt + h.qk_dim * tile;
+  float* scores = vt + tile * v_pad;
+  float* row_max = scores + kQueryBlock * tile;
+  float* row_sum = row_max + kQueryChunk;
+  float* acc = row_sum + kQueryChunk;
+  const size_t n = i_end - i_begin;
+  for (size_t r = 0; r < n; ++r) {
+    row_max[r] = kNegInf;
+    row_sum[r] = 0.0f;
+  }
+  std::memset(acc, 0, n * v_pad * sizeof(float));
+
+  const size_t num_keys = h.num_keys();
+  for (size_t j0 = 0; j0 < num_keys; j0 += tile) {
+    const size_t cols = HWY_MIN(tile, num_keys - j0);
+    const bool tile_has_extra = j0 + cols > h.masked_keys;
+    // Causal: every query of the chunk is before this tile's first key.
+    if (h.causal && !tile_has_extra && j0 > i_end - 1) break;
+    if (TileFullyPadded(h, j0, cols)) continue;
+    TransposeKeyTile(h, j0, cols, tile, kt);
+    PadValueTile(h, j0, cols, v_pad, vt);
+    for (size_t i0 = i_begin; i0 < i_end; i0 += kQueryBlock) {
+      const size_t rows = HWY_MIN(kQueryBlock, i_end - i0);
+      if (h.causal && !tile_has_extra && j0 > i0 + rows - 1) continue;
+      ScoreBlock(h, i0, rows, j0, cols, kt, tile, scores);
+      for (size_t r = 0; r < rows; ++r) {
+        const size_t local = i0 - i_begin + r;
+        float* p = scores + r * tile;
+        const float tile_max = RowMax(p, cols);
+        const float new_max = HWY_MAX(row_max[local], tile_max);
+        if (new_max == kNegInf) continue;  // nothing attendable yet
+        const float corr = std::exp(row_max[local] - new_max);
+        const float sum = ExpShiftSum(p, cols, new_max);
+        row_sum[local] = row_sum[local] * corr + sum;
+        row_max[local] = new_max;
+        AccumulateValues(p, cols, vt, v_pad, corr, acc + local * v_pad);
+      }
+    }
+  }
+  for (size_t r = 0; r < n; ++r) {
+    const float inv = row_sum[r] > 0.0f ? 1.0f / row_sum[r]
+                                        : std::numeric_limits<float>::quiet_NaN();
+    WriteOutputRow(h, i_begin + r, acc + r * v_pad, inv);
+  }
+}
+
+// Materialised attention for queries [i_begin, i_end): weights rows first.
+inline void WeightsChunk(const AttentionHead& h, size_t i_begin, size_t i_end, float* scratch) {
+  const size_t tile = KeyTile();
+  const size_t v_pad = PaddedVDim(h.v_dim);
+  float* kt = scratch;
+  float* vt = kt + h.qk_dim * tile;
+  float* scores = vt + tile * v_pad;
+  float* acc = scores + kQueryBlock * tile + 2 * kQueryChunk;
+  const size_t num_keys = h.num_keys();
+  for (size_t j0 = 0; j0 < num_keys; j0 += tile) {
+    const size_t cols = HWY_MIN(tile, num_keys - j0);
+    TransposeKeyTile(h, j0, cols, tile, kt);
+    for (size_t i0 = i_begin; i0 < i_end; i0 += kQueryBlock) {
+      const size_t rows = HWY_MIN(kQueryBlock, i_end - i0);
+      ScoreBlock(h, i0, rows, j0, cols, kt, tile, scores);
+      for (size_t r = 0; r < rows; ++r) {
+        std::memcpy(h.weights + (i0 + r) * h.weights_stride + j0, scores + r * tile,
+                    cols * sizeof(float));
+      }
+    }
+  }
+  for (size_t i = i_begin; i < i_end; ++i) SoftmaxRow(h.weights + i * h.weights_stride, num_keys);
+  std::memset(acc, 0, (i_end - i_begin) * v_pad * sizeof(float));
+  for (size_t j0 = 0; j0 < num_keys; j0 += tile) {
+    const size_t cols = HWY_MIN(tile, num_keys - j0);
+    PadValueTile(h, j0, cols, v_pad, vt);
+    for (size_t i = i_begin; i < i_end; ++i) {
+      AccumulateValues(h.weights + i * h.weights_stride + j0, cols, vt, v_pad, 1.0f,
+                       acc + (i - i_begin) * v_pad);
+    }
+  }
+  for (size_t i = i_begin; i < i_end; ++i) WriteOutputRow(h, i, acc + (i - i_begin) * v_pad, 1.0f);
+}
+
+inline void Attention(const AttentionHead& h, size_t q_begin, size_t q_end, float* scratch) {
+  for (size_t i = q_begin; i < q_end; i += kQueryChunk) {
+    const size_t end = HWY_MIN(q_end, i + kQueryChunk);
+    if (h.weights != nullptr) {
+      WeightsChunk(h, i, end, scratch);
+    } else {
+      FlashChunk(h, i, end, scratch);
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace mha
+HWY_AFTER_NAMESPACE();
+
+#endif  // MHA_SRC_KERNELS_FLASH_ATTENTION_INL_H_

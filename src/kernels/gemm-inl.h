@@ -1,0 +1,139 @@
+// GEMM micro-kernel: C = A * B^T + bias with B packed into panels.
+//
+// A panel holds kPanelVectors vectors of columns of B, k-major, followed by
+// one row of bias, so the 4x(kPanelVectors) register tile streams through
+// contiguous memory and needs no bounds checks: padding columns are zero.
+
+// Toggling include guard: compiled once per target (foreach_target.h).
+#if defined(MHA_SRC_KERNELS_GEMM_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef MHA_SRC_KERNELS_GEMM_INL_H_
+#undef MHA_SRC_KERNELS_GEMM_INL_H_
+#else
+#define MHA_SRC_KERNELS_GEMM_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstring>
+
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mha {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Two vectors of columns by four rows: 8 accumulators, 2 loads and 4
+// broadcasts per k, which fits the 16 registers of SSE4/NEON/WASM.
+constexpr size_t kGemmRows = 4;
+constexpr size_t kPanelVectors = 2;
+
+inline size_t GemmPanelWidth() {
+  const hn::ScalableTag<float> d;
+  return kPanelVectors * hn::Lanes(d);
+}
+
+inline size_t PackedBSize(size_t n, size_t k) {
+  const size_t width = GemmPanelWidth();
+  const size_t panels = (n + width - 1) / width;
+  return panels * (k + 1) * width;
+}
+
+inline void PackB(const float* b, size_t ldb, const float* bias, size_t n, size_t k,
+                  float* packed) {
+  const size_t width = GemmPanelWidth();
+  for (size_t col0 = 0; col0 < n; col0 += width) {
+    const size_t cols = n - col0 < width ? n - col0 : width;
+    for (size_t kk = 0; kk < k; ++kk) {
+      float* dst = packed + kk * width;
+      for (size_t c = 0; c < cols; ++c) dst[c] = b[(col0 + c) * ldb + kk];
+      for (size_t c = cols; c < width; ++c) dst[c] = 0.0f;
+    }
+    float* bias_row = packed + k * width;
+    for (size_t c = 0; c < width; ++c) {
+      bias_row[c] = (bias != nullptr && c < cols) ? bias[col0 + c] : 0.0f;
+    }
+    packed += (k + 1) * width;
+  }
+}
+
+// Stores `cols` (<= Lanes) leading lanes of v to p.
+template <class D, class V>
+HWY_INLINE void StorePartial(D d, V v, size_t cols, float* HWY_RESTRICT p) {
+  if (cols >= hn::Lanes(d)) {
+    hn::StoreU(v, d, p);
+  } else if (cols > 0) {
+    HWY_ALIGN float lanes[hn::MaxLanes(d)];
+    hn::Store(v, d, lanes);
+    std::memcpy(p, lanes, cols * sizeof(float));
+  }
+}
+
+// Writes `cols` columns of one C row from two accumulators.
+template <class D, class V>
+HWY_INLINE void StoreRow(D d, V acc0, V acc1, size_t cols, float* HWY_RESTRICT c) {
+  const size_t lanes = hn::Lanes(d);
+  if (cols >= 2 * lanes) {
+    hn::StoreU(acc0, d, c);
+    hn::StoreU(acc1, d, c + lanes);
+  } else {
+    StorePartial(d, acc0, cols, c);
+    if (cols > lanes) StorePartial(d, acc1, cols - lanes, c + lanes);
+  }
+}
+
+// f32_gemm_4x2v: up to 4 rows of A against one packed panel. Missing rows
+// (rows < 4) repeat the last row and are not stored.
+inline void GemmPanel4x2v(const float* a, size_t lda, size_t rows, const float* panel,
+                          size_t k, float* c, size_t ldc, size_t cols) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  const size_t width = 2 * lanes;
+  const float* a0 = a;
+  const float* a1 = a + (rows > 1 ? 1 : 0) * lda;
+  const float* a2 = a + (rows > 2 ? 2 : rows - 1) * lda;
+  const float* a3 = a + (rows > 3 ? 3 : rows - 1) * lda;
+  const float* bias = panel + k * width;
+  auto c00 = hn::LoadU(d, bias), c01 = hn::LoadU(d, bias + lanes);
+  auto c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01;
+  for (size_t kk = 0; kk < k; ++kk) {
+    const auto b0 = hn::LoadU(d, panel + kk * width);
+    const auto b1 = hn::LoadU(d, panel + kk * width + lanes);
+    auto av = hn::Set(d, a0[kk]);
+    c00 = hn::MulAdd(av, b0, c00);
+    c01 = hn::MulAdd(av, b1, c01);
+    av = hn::Set(d, a1[kk]);
+    c10 = hn::MulAdd(av, b0, c10);
+    c11 = hn::MulAdd(av, b1, c11);
+    av = hn::Set(d, a2[kk]);
+    c20 = hn::MulAdd(av, b0, c20);
+    c21 = hn::MulAdd(av, b1, c21);
+    av = hn::Set(d, a3[kk]);
+    c30 = hn::MulAdd(av, b0, c30);
+    c31 = hn::MulAdd(av, b1, c31);
+  }
+  StoreRow(d, c00, c01, cols, c);
+  if (rows > 1) StoreRow(d, c10, c11, cols, c + ldc);
+  if (rows > 2) StoreRow(d, c20, c21, cols, c + 2 * ldc);
+  if (rows > 3) StoreRow(d, c30, c31, cols, c + 3 * ldc);
+}
+
+inline void GemmTile(const float* a, size_t lda, const float* packed, size_t n, size_t k,
+                     float* c, size_t ldc, size_t row_begin, size_t row_end,
+                     size_t col_begin, size_t col_end) {
+  const size_t width = GemmPanelWidth();
+  for (size_t col0 = col_begin; col0 < col_end; col0 += width) {
+    const float* panel = packed + (col0 / width) * (k + 1) * width;
+    const size_t limit = col_end < n ? col_end : n;
+    const size_t cols = limit - col0 < width ? limit - col0 : width;
+    for (size_t row = row_begin; row < row_end; row += kGemmRows) {
+      const size_t rows = row_end - row < kGemmRows ? row_end - row : kGemmRows;
+      GemmPanel4x2v(a + row * lda, lda, rows, panel, k, c + row * ldc + col0, ldc, cols);
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace mha
+HWY_AFTER_NAMESPACE();
+
+#endif  // MHA_SRC_KERNELS_GEMM_INL_H_

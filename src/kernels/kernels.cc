@@ -1,0 +1,60 @@
+// Compiles the -inl.h kernels once per Highway target and dispatches to the
+// best one the CPU supports.
+#include "src/kernels/kernels.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/kernels/kernels.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "src/kernels/flash_attention-inl.h"
+#include "src/kernels/gemm-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mha {
+namespace HWY_NAMESPACE {
+
+inline const char* CurrentTargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace mha
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace mha {
+namespace kernels {
+
+HWY_EXPORT(GemmPanelWidth);
+HWY_EXPORT(PackedBSize);
+HWY_EXPORT(PackB);
+HWY_EXPORT(GemmTile);
+HWY_EXPORT(AttentionScratchSize);
+HWY_EXPORT(Attention);
+HWY_EXPORT(CurrentTargetName);
+
+size_t GemmPanelWidth() { return HWY_DYNAMIC_DISPATCH(GemmPanelWidth)(); }
+
+size_t PackedBSize(size_t n, size_t k) { return HWY_DYNAMIC_DISPATCH(PackedBSize)(n, k); }
+
+void PackB(const float* b, size_t ldb, const float* bias, size_t n, size_t k, float* packed) {
+  HWY_DYNAMIC_DISPATCH(PackB)(b, ldb, bias, n, k, packed);
+}
+
+void GemmTile(const float* a, size_t lda, const float* packed, size_t n, size_t k, float* c,
+              size_t ldc, size_t row_begin, size_t row_end, size_t col_begin, size_t col_end) {
+  HWY_DYNAMIC_DISPATCH(GemmTile)(a, lda, packed, n, k, c, ldc, row_begin, row_end, col_begin,
+                                 col_end);
+}
+
+size_t AttentionScratchSize(const AttentionHead& head) {
+  return HWY_DYNAMIC_DISPATCH(AttentionScratchSize)(head);
+}
+
+void Attention(const AttentionHead& head, size_t q_begin, size_t q_end, float* scratch) {
+  HWY_DYNAMIC_DISPATCH(Attention)(head, q_begin, q_end, scratch);
+}
+
+const char* TargetName() { return HWY_DYNAMIC_DISPATCH(CurrentTargetName)(); }
+
+}  // namespace kernels
+}  // namespace mha
+#endif  // HWY_ONCE

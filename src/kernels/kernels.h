@@ -1,0 +1,81 @@
+// The dispatched SIMD kernels: the one place that names them. Each call runs
+// the best Highway target the CPU supports (natively) or HWY_WASM (WASM).
+// Policy (validation, tiling across threads, buffers) lives in the callers.
+#ifndef MHA_SRC_KERNELS_KERNELS_H_
+#define MHA_SRC_KERNELS_KERNELS_H_
+
+#include <cstddef>
+
+namespace mha {
+namespace kernels {
+
+// ---- GEMM: C = A * B^T + bias, B row-major (n x k) as PyTorch's weights. ----
+
+// Columns per packed panel of B on the current target.
+size_t GemmPanelWidth();
+
+// Floats PackB writes for an (n x k) B.
+size_t PackedBSize(size_t n, size_t k);
+
+// Packs B (n rows of k, row stride ldb) and bias (n floats, or null for
+// zeros) into panels of GemmPanelWidth() columns, k-major inside a panel,
+// zero-padded past n.
+void PackB(const float* b, size_t ldb, const float* bias, size_t n, size_t k, float* packed);
+
+// Computes rows [row_begin, row_end) and columns [col_begin, col_end) of
+// C (row stride ldc) = A (row stride lda) * B^T + bias. col_begin must be a
+// multiple of GemmPanelWidth(); `packed` comes from PackB of the whole B on
+// the same target.
+void GemmTile(const float* a, size_t lda, const float* packed, size_t n, size_t k, float* c,
+              size_t ldc, size_t row_begin, size_t row_end, size_t col_begin, size_t col_end);
+
+// ---- Attention for one (batch, head): softmax(Q K^T * scale + masks) V. ----
+
+struct AttentionHead {
+  const float* q = nullptr;  // num_queries rows of qk_dim, row stride q_stride
+  size_t q_stride = 0;
+  const float* k = nullptr;  // masked_keys rows of qk_dim
+  size_t k_stride = 0;
+  const float* v = nullptr;  // masked_keys rows of v_dim
+  size_t v_stride = 0;
+  // Keys after the first masked_keys (bias_k, zero attention): contiguous
+  // rows, never masked.
+  const float* extra_k = nullptr;
+  const float* extra_v = nullptr;
+  size_t num_extra = 0;
+  float* out = nullptr;      // num_queries rows of v_dim
+  size_t out_stride = 0;
+  size_t num_queries = 0;
+  size_t masked_keys = 0;
+  size_t qk_dim = 0;
+  size_t v_dim = 0;
+  float scale = 1.0f;
+  // Optional additive masks over the first masked_keys keys: mask is
+  // (num_queries x masked_keys) with row stride mask_stride, key_bias is one
+  // row shared by every query. -inf masks out.
+  const float* mask = nullptr;
+  size_t mask_stride = 0;
+  const float* key_bias = nullptr;
+  bool causal = false;  // key j > query i is masked (j < masked_keys)
+  // When set, the softmax probabilities (num_queries x num_keys()) are written
+  // here and the L x S scores are materialised; otherwise flash-style.
+  float* weights = nullptr;
+  size_t weights_stride = 0;
+
+  size_t num_keys() const { return masked_keys + num_extra; }
+};
+
+// Floats of per-thread scratch that Attention needs for this head.
+size_t AttentionScratchSize(const AttentionHead& head);
+
+// Computes output rows [q_begin, q_end) (and their weights). A query with no
+// unmasked key gets NaN output (and NaN weights), as softmax over -inf does.
+void Attention(const AttentionHead& head, size_t q_begin, size_t q_end, float* scratch);
+
+// Name of the target the kernels run on now (e.g. "AVX3", "WASM").
+const char* TargetName();
+
+}  // namespace kernels
+}  // namespace mha
+
+#endif  // MHA_SRC_KERNELS_KERNELS_H_

@@ -1,0 +1,198 @@
+#include "src/multihead_attention.h"
+
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <set>
+
+#include "src/multihead_attention_impl.h"
+#include "src/safetensors.h"
+
+namespace mha {
+
+namespace {
+
+std::string Join(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+}  // namespace
+
+Status MultiheadAttention::Create(const MultiheadAttentionConfig& config,
+                                  std::unique_ptr<MultiheadAttention>* out) {
+  const MultiheadAttentionConfig& c = config;
+  if (c.embed_dim <= 0) {
+    return Status::InvalidArgument("embed_dim: expected a positive integer, got " +
+                                   std::to_string(c.embed_dim));
+  }
+  if (c.num_heads <= 0) {
+    return Status::InvalidArgument("num_heads: expected a positive integer, got " +
+                                   std::to_string(c.num_heads));
+  }
+  if (c.kdim < 0 || c.vdim < 0 || c.qk_head_dim < 0 || c.v_head_dim < 0) {
+    return Status::InvalidArgument(
+        "kdim, vdim, qk_head_dim, v_head_dim: expected positive integers (or 0 for the default), "
+        "got " + std::to_string(c.kdim) + ", " + std::to_string(c.vdim) + ", " +
+        std::to_string(c.qk_head_dim) + ", " + std::to_string(c.v_head_dim));
+  }
+  if ((c.qk_head_dim == 0 || c.v_head_dim == 0) && c.embed_dim % c.num_heads != 0) {
+    return Status::InvalidArgument("num_heads: embed_dim (" + std::to_string(c.embed_dim) +
+                                   ") must be divisible by num_heads (" +
+                                   std::to_string(c.num_heads) + ")");
+  }
+  if (!(c.dropout >= 0.0f && c.dropout < 1.0f)) {
+    return Status::InvalidArgument("dropout: expected a probability in [0, 1), got " +
+                                   std::to_string(c.dropout));
+  }
+  const int64_t kMaxDim = int64_t{1} << 24;
+  if (c.embed_dim > kMaxDim || c.num_heads > kMaxDim || c.kdim > kMaxDim || c.vdim > kMaxDim ||
+      c.qk_head_dim > kMaxDim || c.v_head_dim > kMaxDim) {
+    return Status::InvalidArgument("config: dims above 2^24 are not supported");
+  }
+  MultiheadAttentionConfig resolved = c;
+  const int64_t head_dim = c.embed_dim / c.num_heads;
+  if (resolved.kdim == 0) resolved.kdim = c.embed_dim;
+  if (resolved.vdim == 0) resolved.vdim = c.embed_dim;
+  if (resolved.qk_head_dim == 0) resolved.qk_head_dim = head_dim;
+  if (resolved.v_head_dim == 0) resolved.v_head_dim = head_dim;
+  try {
+    out->reset(new MultiheadAttention(resolved));
+  } catch (const std::exception&) {
+    return Status::OutOfMemory("config: not enough memory for the parameters");
+  }
+  return Status::Ok();
+}
+
+MultiheadAttention::MultiheadAttention(const MultiheadAttentionConfig& config)
+    : config_(config), impl_(new Impl) {
+  Impl& m = *impl_;
+  const MultiheadAttentionConfig& c = config_;
+  m.embed_dim = c.embed_dim;
+  m.kdim = c.kdim;
+  m.vdim = c.vdim;
+  m.qk = c.num_heads * c.qk_head_dim;
+  m.vv = c.num_heads * c.v_head_dim;
+  m.in_proj_packed = c.kdim == c.embed_dim && c.vdim == c.embed_dim && m.qk == c.embed_dim &&
+                     m.vv == c.embed_dim;
+  const int64_t q_size = m.qk * c.embed_dim, k_size = m.qk * c.kdim, v_size = m.vv * c.vdim;
+  m.in_weight.assign(q_size + k_size + v_size, 0.0f);
+  if (c.bias) {
+    m.in_bias.assign(2 * m.qk + m.vv, 0.0f);
+    m.out_bias.assign(c.embed_dim, 0.0f);
+  }
+  if (c.add_bias_kv) {
+    m.bias_k.assign(m.qk, 0.0f);
+    m.bias_v.assign(m.vv, 0.0f);
+  }
+  m.out_weight.assign(c.embed_dim * m.vv, 0.0f);
+  const float* b = c.bias ? m.in_bias.data() : nullptr;
+  m.q_proj.Reset(m.in_weight.data(), b, m.qk, c.embed_dim);
+  m.k_proj.Reset(m.in_weight.data() + q_size, b ? b + m.qk : nullptr, m.qk, c.kdim);
+  m.v_proj.Reset(m.in_weight.data() + q_size + k_size, b ? b + 2 * m.qk : nullptr, m.vv, c.vdim);
+  if (c.kdim == c.embed_dim && c.vdim == c.embed_dim) {
+    m.qkv_proj.Reset(m.in_weight.data(), b, 2 * m.qk + m.vv, c.embed_dim);
+  }
+  m.out_proj.Reset(m.out_weight.data(), c.bias ? m.out_bias.data() : nullptr, c.embed_dim, m.vv);
+}
+
+MultiheadAttention::~MultiheadAttention() = default;
+
+std::vector<ParameterSpec> MultiheadAttention::Parameters() const {
+  const Impl& m = *impl_;
+  const MultiheadAttentionConfig& c = config_;
+  std::vector<ParameterSpec> specs;
+  if (m.in_proj_packed) {
+    specs.push_back({"in_proj_weight", {3 * c.embed_dim, c.embed_dim}});
+  } else {
+    specs.push_back({"q_proj_weight", {m.qk, c.embed_dim}});
+    specs.push_back({"k_proj_weight", {m.qk, c.kdim}});
+    specs.push_back({"v_proj_weight", {m.vv, c.vdim}});
+  }
+  if (c.bias) specs.push_back({"in_proj_bias", {2 * m.qk + m.vv}});
+  if (c.add_bias_kv) {
+    specs.push_back({"bias_k", {1, 1, m.qk}});
+    specs.push_back({"bias_v", {1, 1, m.vv}});
+  }
+  specs.push_back({"out_proj.weight", {c.embed_dim, m.vv}});
+  if (c.bias) specs.push_back({"out_proj.bias", {c.embed_dim}});
+  return specs;
+}
+
+Status MultiheadAttention::LoadParameter(const std::string& name, const float* data,
+                                         const Shape& shape) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mutex);
+  std::vector<std::string> names;
+  for (const ParameterSpec& spec : Parameters()) {
+    names.push_back(spec.name);
+    if (spec.name != name) continue;
+    if (shape != spec.shape) {
+      return Status::InvalidArgument(name + ": expected shape " + ShapeString(spec.shape) +
+                                     ", got " + ShapeString(shape));
+    }
+    if (data == nullptr) return Status::InvalidArgument(name + ": data is null");
+    const int64_t q_size = m.qk * m.embed_dim, k_size = m.qk * m.kdim;
+    float* dst = nullptr;
+    if (name == "in_proj_weight") dst = m.in_weight.data();
+    if (name == "q_proj_weight") dst = m.in_weight.data();
+    if (name == "k_proj_weight") dst = m.in_weight.data() + q_size;
+    if (name == "v_proj_weight") dst = m.in_weight.data() + q_size + k_size;
+    if (name == "in_proj_bias") dst = m.in_bias.data();
+    if (name == "bias_k") dst = m.bias_k.data();
+    if (name == "bias_v") dst = m.bias_v.data();
+    if (name == "out_proj.weight") dst = m.out_weight.data();
+    if (name == "out_proj.bias") dst = m.out_bias.data();
+    std::memcpy(dst, data, static_cast<size_t>(NumElements(shape)) * sizeof(float));
+    m.loaded.insert(name);
+    m.q_proj.Invalidate();
+    m.k_proj.Invalidate();
+    m.v_proj.Invalidate();
+    m.qkv_proj.Invalidate();
+    m.out_proj.Invalidate();
+    return Status::Ok();
+  }
+  return Status::InvalidArgument("state_dict: unexpected parameter '" + name +
+                                 "' for this configuration; expected one of: " + Join(names));
+}
+
+Status MultiheadAttention::LoadStateDict(const std::map<std::string, TensorView>& tensors,
+                                         const std::string& prefix) {
+  std::set<std::string> seen;
+  for (const auto& [full_name, tensor] : tensors) {
+    if (full_name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string name = full_name.substr(prefix.size());
+    MHA_RETURN_IF_ERROR(LoadParameter(name, tensor.data, tensor.shape));
+    seen.insert(name);
+  }
+  std::vector<std::string> missing;
+  for (const ParameterSpec& spec : Parameters()) {
+    if (!seen.count(spec.name)) missing.push_back(prefix + spec.name);
+  }
+  if (!missing.empty()) {
+    return Status::InvalidArgument("state_dict: missing parameters: " + Join(missing));
+  }
+  return Status::Ok();
+}
+
+Status MultiheadAttention::LoadSafetensors(const uint8_t* bytes, size_t size,
+                                           const std::string& prefix) {
+  SafetensorsFile file;
+  MHA_RETURN_IF_ERROR(ParseSafetensors(bytes, size, &file));
+  std::map<std::string, std::vector<float>> floats;
+  std::map<std::string, TensorView> views;
+  try {
+    for (const auto& [name, entry] : file.tensors) {
+      if (name.compare(0, prefix.size(), prefix) != 0) continue;
+      MHA_RETURN_IF_ERROR(ToFloat32(name, entry, &floats[name]));
+      views[name] = TensorView{floats[name].data(), entry.shape};
+    }
+  } catch (const std::exception&) {
+    return Status::OutOfMemory("safetensors: not enough memory to convert the tensors");
+  }
+  return LoadStateDict(views, prefix);
+}
+
+}  // namespace mha

@@ -1,0 +1,280 @@
+// MultiheadAttention::Forward: input validation, projections, attention over
+// (batch, head) and the output projection.
+#include <algorithm>
+#include <cmath>
+#include <exception>
+
+#include "src/attention.h"
+#include "src/linear.h"
+#include "src/multihead_attention.h"
+#include "src/multihead_attention_impl.h"
+
+namespace mha {
+namespace {
+
+struct Dims {
+  bool batched = false;
+  int64_t L = 0, S = 0, N = 1;
+};
+
+std::string Expected(const Shape& shape, const std::string& names) {
+  return ShapeString(shape) + " " + names;
+}
+
+Status CheckData(const char* arg, const Shape& shape, const void* data) {
+  for (int64_t d : shape) {
+    if (d < 0) return Status::InvalidArgument(std::string(arg) + ": negative dim in shape " + ShapeString(shape));
+  }
+  if (data == nullptr && NumElements(shape) > 0) {
+    return Status::InvalidArgument(std::string(arg) + ": data is null for shape " + ShapeString(shape));
+  }
+  return Status::Ok();
+}
+
+// Checks one of query/key/value against its expected (seq, batch, features).
+Status CheckInput(const char* arg, const char* seq_name, const TensorView& t, const Dims& dims,
+                  int64_t seq, int64_t features, bool batch_first) {
+  MHA_RETURN_IF_ERROR(CheckData(arg, t.shape, t.data));
+  Shape expected;
+  std::string names;
+  if (!dims.batched) {
+    expected = {seq, features};
+    names = std::string("(") + seq_name + ", features)";
+  } else if (batch_first) {
+    expected = {dims.N, seq, features};
+    names = std::string("(N, ") + seq_name + ", features) with batch_first";
+  } else {
+    expected = {seq, dims.N, features};
+    names = std::string("(") + seq_name + ", N, features)";
+  }
+  if (t.shape != expected) {
+    return Status::InvalidArgument(std::string(arg) + ": expected shape " +
+                                   Expected(expected, names) + ", got " + ShapeString(t.shape));
+  }
+  return Status::Ok();
+}
+
+Status CheckMask(const char* arg, const MaskView& mask, const std::vector<Shape>& allowed,
+                 const std::string& names) {
+  if (!mask.present()) return Status::Ok();
+  const void* data = mask.kind == MaskKind::kBool ? static_cast<const void*>(mask.bool_data)
+                                                  : static_cast<const void*>(mask.float_data);
+  MHA_RETURN_IF_ERROR(CheckData(arg, mask.shape, data));
+  for (const Shape& shape : allowed) {
+    if (mask.shape == shape) return Status::Ok();
+  }
+  std::string expected;
+  for (const Shape& shape : allowed) expected += (expected.empty() ? "" : " or ") + ShapeString(shape);
+  return Status::InvalidArgument(std::string(arg) + ": expected shape " + expected + " " + names +
+                                 ", got " + ShapeString(mask.shape));
+}
+
+Status CheckForward(const MultiheadAttentionConfig& c, const TensorView& query,
+                    const TensorView& key, const TensorView& value, const ForwardOptions& o,
+                    Dims* dims) {
+  const size_t rank = query.shape.size();
+  if (rank != 2 && rank != 3) {
+    return Status::InvalidArgument("query: expected a 3-D (L, N, E) / (N, L, E) or 2-D (L, E) "
+                                   "tensor, got shape " + ShapeString(query.shape));
+  }
+  if (key.shape.size() != rank || value.shape.size() != rank) {
+    return Status::InvalidArgument("key, value: expected " + std::to_string(rank) +
+                                   "-D tensors like query " + ShapeString(query.shape) +
+                                   ", got key " + ShapeString(key.shape) + " and value " +
+                                   ShapeString(value.shape));
+  }
+  dims->batched = rank == 3;
+  const bool bf = c.batch_first && dims->batched;
+  dims->L = query.shape[bf ? 1 : 0];
+  dims->S = key.shape[bf ? 1 : 0];
+  if (dims->batched) dims->N = query.shape[bf ? 0 : 1];
+  MHA_RETURN_IF_ERROR(CheckInput("query", "L", query, *dims, dims->L, c.embed_dim, bf));
+  MHA_RETURN_IF_ERROR(CheckInput("key", "S", key, *dims, dims->S, c.kdim, bf));
+  MHA_RETURN_IF_ERROR(CheckInput("value", "S", value, *dims, dims->S, c.vdim, bf));
+  if (dims->S == 0 && !c.add_bias_kv && !c.add_zero_attn) {
+    return Status::InvalidArgument("key: expected at least one key (S >= 1), got shape " +
+                                   ShapeString(key.shape));
+  }
+  const int64_t N = dims->N, L = dims->L, S = dims->S, H = c.num_heads;
+  if (dims->batched) {
+    MHA_RETURN_IF_ERROR(CheckMask("key_padding_mask", o.key_padding_mask, {{N, S}}, "(N, S)"));
+    MHA_RETURN_IF_ERROR(
+        CheckMask("attn_mask", o.attn_mask, {{L, S}, {N * H, L, S}}, "(L, S) or (N*num_heads, L, S)"));
+  } else {
+    MHA_RETURN_IF_ERROR(CheckMask("key_padding_mask", o.key_padding_mask, {{S}}, "(S) for unbatched input"));
+    MHA_RETURN_IF_ERROR(
+        CheckMask("attn_mask", o.attn_mask, {{L, S}, {H, L, S}}, "(L, S) or (num_heads, L, S) for unbatched input"));
+  }
+  // Sizes the buffers will need must be representable.
+  const double elements = static_cast<double>(N) * std::max<int64_t>(L, S) *
+                          (3.0 * std::max({c.embed_dim, c.kdim, c.vdim}) + 3.0 * H * std::max(c.qk_head_dim, c.v_head_dim));
+  if (elements > 4.0e18 / sizeof(float)) {
+    return Status::OutOfMemory("query: shape " + ShapeString(query.shape) + " is too large");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status MultiheadAttention::Forward(const TensorView& query, const TensorView& key,
+                                   const TensorView& value, const ForwardOptions& options,
+                                   ForwardResult* result, ThreadPool* pool) {
+  Dims dims;
+  MHA_RETURN_IF_ERROR(CheckForward(config_, query, key, value, options, &dims));
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mutex);
+  std::vector<std::string> missing;
+  for (const ParameterSpec& spec : Parameters()) {
+    if (!m.loaded.count(spec.name)) missing.push_back(spec.name);
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string& n : missing) list += (list.empty() ? "" : ", ") + n;
+    return Status::FailedPrecondition("parameters not loaded: " + list);
+  }
+  try {
+    m.Run(config_, dims.batched, dims.L, dims.S, dims.N, query, key, value, options, result, pool);
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("forward: out of memory for query " + ShapeString(query.shape) +
+                               " and key " + ShapeString(key.shape));
+  } catch (const std::exception& e) {
+    return Status::OutOfMemory(std::string("forward: ") + e.what());
+  }
+  return Status::Ok();
+}
+
+}  // namespace mha
+
+namespace mha {
+
+void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batched, int64_t L64,
+                                   int64_t S64, int64_t N64, const TensorView& query,
+                                   const TensorView& key, const TensorView& value,
+                                   const ForwardOptions& o, ForwardResult* result,
+                                   ThreadPool* pool) {
+  const size_t L = L64, S = S64, N = N64, H = c.num_heads, E = c.embed_dim;
+  const size_t dq = c.qk_head_dim, dv = c.v_head_dim, QK = qk, VV = vv;
+  const bool bf = c.batch_first && batched;
+
+  // Projections. Inputs are viewed as matrices of (seq * N) rows in memory
+  // order; attention then reads each (n, h) with a row stride.
+  const float *Q, *K, *V;
+  size_t q_ld, k_ld, v_ld;
+  const bool self_attention = query.data == key.data && key.data == value.data &&
+                              query.shape == key.shape && qkv_proj.out() > 0;
+  if (self_attention) {
+    q_ld = k_ld = v_ld = 2 * QK + VV;
+    float* buf = qkv.Get(L * N * q_ld);
+    qkv_proj.Apply(query.data, E, L * N, buf, q_ld, pool);
+    Q = buf;
+    K = buf + QK;
+    V = buf + 2 * QK;
+  } else {
+    q_ld = k_ld = QK;
+    v_ld = VV;
+    float* buf = qkv.Get(L * N * QK + S * N * (QK + VV));
+    float* k_buf = buf + L * N * QK;
+    float* v_buf = k_buf + S * N * QK;
+    q_proj.Apply(query.data, E, L * N, buf, QK, pool);
+    k_proj.Apply(key.data, kdim, S * N, k_buf, QK, pool);
+    v_proj.Apply(value.data, vdim, S * N, v_buf, VV, pool);
+    Q = buf;
+    K = k_buf;
+    V = v_buf;
+  }
+
+  // Extra keys per head: bias_k / bias_v, then a zero key / value.
+  const size_t num_extra = (c.add_bias_kv ? 1 : 0) + (c.add_zero_attn ? 1 : 0);
+  float* extra_k = extras.Get(H * num_extra * (dq + dv) + 1);
+  float* extra_v = extra_k + H * num_extra * dq;
+  for (size_t h = 0; h < H; ++h) {
+    float* ek = extra_k + h * num_extra * dq;
+    float* ev = extra_v + h * num_extra * dv;
+    if (c.add_bias_kv) {
+      std::copy(bias_k.begin() + h * dq, bias_k.begin() + (h + 1) * dq, ek);
+      std::copy(bias_v.begin() + h * dv, bias_v.begin() + (h + 1) * dv, ev);
+    }
+    if (c.add_zero_attn) {
+      std::fill(ek + (num_extra - 1) * dq, ek + num_extra * dq, 0.0f);
+      std::fill(ev + (num_extra - 1) * dv, ev + num_extra * dv, 0.0f);
+    }
+  }
+
+  const float* kpm = AdditiveMask(o.key_padding_mask, 1, &kpm_storage);
+  const float* mask = AdditiveMask(o.attn_mask, 1, &mask_storage);
+  const bool mask_per_head = o.attn_mask.shape.size() == 3;
+
+  const size_t keys = S + num_extra;
+  float* weights_out = nullptr;
+  if (o.need_weights) {
+    weights_out = o.average_attn_weights ? head_weights.Get(N * H * L * keys + 1) : nullptr;
+    if (!o.average_attn_weights) {
+      result->weights.data.assign(N * H * L * keys, 0.0f);
+      weights_out = result->weights.data.data();
+    }
+  }
+
+  float* O = attn.Get(L * N * VV + 1);
+  const size_t q_step = bf ? 1 : N, k_step = bf ? 1 : N;
+  heads.clear();
+  for (size_t n = 0; n < N; ++n) {
+    const size_t q_row = bf ? n * L : n, k_row = bf ? n * S : n;
+    for (size_t h = 0; h < H; ++h) {
+      kernels::AttentionHead head;
+      head.q = Q + q_row * q_ld + h * dq;
+      head.q_stride = q_step * q_ld;
+      head.k = K + k_row * k_ld + h * dq;
+      head.k_stride = k_step * k_ld;
+      head.v = V + k_row * v_ld + h * dv;
+      head.v_stride = k_step * v_ld;
+      head.extra_k = extra_k + h * num_extra * dq;
+      head.extra_v = extra_v + h * num_extra * dv;
+      head.num_extra = num_extra;
+      head.out = O + q_row * VV + h * dv;
+      head.out_stride = q_step * VV;
+      head.num_queries = L;
+      head.masked_keys = S;
+      head.qk_dim = dq;
+      head.v_dim = dv;
+      head.scale = 1.0f / std::sqrt(static_cast<float>(dq));
+      if (mask != nullptr) {
+        head.mask = mask + (mask_per_head ? (n * H + h) * L * S : 0);
+        head.mask_stride = S;
+      }
+      if (kpm != nullptr) head.key_bias = kpm + n * S;
+      head.causal = o.is_causal;
+      if (weights_out != nullptr) {
+        head.weights = weights_out + (n * H + h) * L * keys;
+        head.weights_stride = keys;
+      }
+      heads.push_back(head);
+    }
+  }
+  RunAttentionHeads(heads, pool, &scratch);
+
+  result->output.data.resize(L * N * E);
+  out_proj.Apply(O, VV, L * N, result->output.data.data(), E, pool);
+  result->output.shape = query.shape;
+
+  if (!o.need_weights) {
+    result->weights = Tensor();
+    return;
+  }
+  if (o.average_attn_weights) {
+    result->weights.data.assign(N * L * keys, 0.0f);
+    for (size_t n = 0; n < N; ++n) {
+      float* dst = result->weights.data.data() + n * L * keys;
+      for (size_t h = 0; h < H; ++h) {
+        const float* src = weights_out + (n * H + h) * L * keys;
+        for (size_t i = 0; i < L * keys; ++i) dst[i] += src[i];
+      }
+      for (size_t i = 0; i < L * keys; ++i) dst[i] /= static_cast<float>(H);
+    }
+    result->weights.shape = batched ? Shape{N64, L64, int64_t(keys)} : Shape{L64, int64_t(keys)};
+  } else {
+    result->weights.shape = batched ? Shape{N64, int64_t(H), L64, int64_t(keys)}
+                                    : Shape{int64_t(H), L64, int64_t(keys)};
+  }
+}
+
+}  // namespace mha

@@ -1,0 +1,47 @@
+// The private state of MultiheadAttention, shared by its two source files.
+#ifndef MHA_SRC_MULTIHEAD_ATTENTION_IMPL_H_
+#define MHA_SRC_MULTIHEAD_ATTENTION_IMPL_H_
+
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "src/aligned_buffer.h"
+#include "src/kernels/kernels.h"
+#include "src/linear.h"
+#include "src/multihead_attention.h"
+
+namespace mha {
+
+// Parameters, their packed forms and the reusable per-forward buffers.
+struct MultiheadAttention::Impl {
+  int64_t qk = 0;  // num_heads * qk_head_dim
+  int64_t vv = 0;  // num_heads * v_head_dim
+  bool in_proj_packed = false;  // one in_proj_weight (kdim == vdim == embed_dim, default heads)
+
+  // [q_proj_weight; k_proj_weight; v_proj_weight], as in_proj_weight when packed.
+  std::vector<float> in_weight;
+  std::vector<float> in_bias;  // [q; k; v] biases, or empty
+  std::vector<float> bias_k, bias_v;
+  std::vector<float> out_weight, out_bias;
+  std::set<std::string> loaded;
+
+  PackedLinear q_proj, k_proj, v_proj, qkv_proj, out_proj;
+
+  std::mutex mutex;  // one Forward at a time: buffers below are shared
+  AlignedBuffer qkv, attn, extras, head_weights, scratch;
+  std::vector<float> kpm_storage, mask_storage;
+  std::vector<kernels::AttentionHead> heads;
+  int64_t embed_dim = 0, kdim = 0, vdim = 0;
+
+  // The forward pass on validated inputs (multihead_attention_forward.cc).
+  // Throws std::bad_alloc when buffers cannot grow.
+  void Run(const MultiheadAttentionConfig& c, bool batched, int64_t L, int64_t S, int64_t N,
+           const TensorView& query, const TensorView& key, const TensorView& value,
+           const ForwardOptions& options, ForwardResult* result, ThreadPool* pool);
+};
+
+}  // namespace mha
+
+#endif  // MHA_SRC_MULTIHEAD_ATTENTION_IMPL_H_
