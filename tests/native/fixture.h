@@ -1,0 +1,93 @@
+// Loads the reference fixtures in tests/fixtures (format: tests/fixtures/README.md)
+// and compares results against them.
+#ifndef MHA_TESTS_NATIVE_FIXTURE_H_
+#define MHA_TESTS_NATIVE_FIXTURE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/multihead_attention.h"
+#include "src/safetensors.h"
+#include "src/status.h"
+#include "src/tensor.h"
+
+namespace mha_test {
+
+// One case: its config (from the `config` metadata), the file's bytes and
+// float32 copies of the tensors asked for. Views handed out stay valid while
+// the Fixture lives (also across a move); it cannot be copied.
+struct Fixture {
+  std::string name;  // file name without ".safetensors"
+  std::string kind;  // "mha" or "sdpa"
+
+  // mha config (0 = default for kdim, vdim, qk_head_dim, v_head_dim).
+  int64_t embed_dim = 0;
+  int64_t num_heads = 0;
+  bool bias = true;
+  bool add_bias_kv = false;
+  bool add_zero_attn = false;
+  int64_t kdim = 0;
+  int64_t vdim = 0;
+  bool batch_first = false;
+  int64_t qk_head_dim = 0;
+  int64_t v_head_dim = 0;
+  bool need_weights = true;
+  bool average_attn_weights = true;
+  std::string param_dtype = "F32";  // "F32", "F16" or "BF16"
+  // mha and sdpa.
+  bool is_causal = false;
+  // sdpa: 0 = 1 / sqrt(E).
+  float scale = 0.0f;
+
+  std::vector<uint8_t> bytes;  // the whole file
+  mha::SafetensorsFile file;   // entries point into `bytes`
+
+  Fixture() = default;
+  Fixture(const Fixture&) = delete;
+  Fixture& operator=(const Fixture&) = delete;
+  Fixture(Fixture&&) = default;
+  Fixture& operator=(Fixture&&) = default;
+
+  bool Has(const std::string& tensor) const { return file.tensors.count(tensor) != 0; }
+
+  // A float32 view of `tensor` (e.g. "input.query", "expected.output") from an
+  // F32, F16 or BF16 entry. `out` may be null to only check it exists.
+  mha::Status View(const std::string& tensor, mha::TensorView* out);
+
+  // "input.key_padding_mask" / "input.attn_mask": a bool view (BOOL) or a
+  // float view (F32); an absent tensor gives an empty MaskView (kind kNone).
+  mha::Status Mask(const std::string& tensor, mha::MaskView* out);
+
+  // Every "param.<name>" tensor as float32, keyed by its state_dict name.
+  mha::Status Params(std::map<std::string, mha::TensorView>* out);
+
+  // An owned copy of a float tensor, e.g. "expected.weights".
+  mha::Status Expected(const std::string& tensor, mha::Tensor* out);
+
+  // The module config, forward options (masks, flags) and sdpa options.
+  mha::MultiheadAttentionConfig ModuleConfig() const;
+  mha::Status Options(mha::ForwardOptions* out);
+  mha::Status Options(mha::SdpaOptions* out);
+
+ private:
+  std::map<std::string, std::vector<float>> floats_;  // conversion buffers by tensor name
+};
+
+// Every *.safetensors file in MHA_FIXTURE_DIR, as full paths, sorted.
+std::vector<std::string> ListFixtures();
+
+// Reads and parses one fixture; errors name the file and what is wrong.
+mha::Status LoadFixture(const std::string& path, Fixture* out);
+
+// Checks shape equality, NaN positions (exactly) and, elementwise,
+// |actual - expected| <= 1e-4 + 1e-3 * |expected| (infinities must match),
+// reporting the worst element with its index. `what` names the result.
+void ExpectClose(const mha::Tensor& actual, const std::vector<float>& expected,
+                 const mha::Shape& expected_shape, const std::string& what);
+void ExpectClose(const mha::Tensor& actual, const mha::Tensor& expected, const std::string& what);
+
+}  // namespace mha_test
+
+#endif  // MHA_TESTS_NATIVE_FIXTURE_H_
