@@ -1,0 +1,89 @@
+// The committed PyTorch fixtures (tests/fixtures/README.md), run through the
+// JS API the way a user would.
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import { readSafetensors } from './safetensors.js';
+
+export const FIXTURE_DIR = new URL('../../fixtures/', import.meta.url);
+
+export function fixtureNames() {
+  return readdirSync(FIXTURE_DIR).filter((f) => f.endsWith('.safetensors')).sort();
+}
+
+export function loadFixture(name) {
+  const bytes = new Uint8Array(readFileSync(new URL(name, FIXTURE_DIR)));
+  const { metadata, tensors } = readSafetensors(bytes);
+  return { name, bytes, config: JSON.parse(metadata.config), tensors };
+}
+
+function tensor(fixture, name) {
+  const t = fixture.tensors[name];
+  return t && { data: t.data, shape: t.shape };
+}
+
+// The fixture's module options in the JS API's names (0 = default).
+export function moduleConfig(c) {
+  return {
+    embedDim: c.embed_dim, numHeads: c.num_heads, bias: c.bias, addBiasKV: c.add_bias_kv,
+    addZeroAttn: c.add_zero_attn, kdim: c.kdim || undefined, vdim: c.vdim || undefined,
+    batchFirst: c.batch_first, qkHeadDim: c.qk_head_dim || undefined,
+    vHeadDim: c.v_head_dim || undefined,
+  };
+}
+
+// Float32 parameters as a PyTorch state_dict ({name: Float32Array}).
+export function stateDict(fixture) {
+  const dict = {};
+  for (const [name, t] of Object.entries(fixture.tensors)) {
+    if (name.startsWith('param.')) dict[name.slice('param.'.length)] = t.data;
+  }
+  return dict;
+}
+
+// Runs the fixture; `via` is 'safetensors' or 'stateDict' (F32 params only).
+export async function runFixture(lib, fixture, via = 'safetensors') {
+  const c = fixture.config;
+  const [query, key, value] = ['query', 'key', 'value'].map((n) => tensor(fixture, `input.${n}`));
+  const attnMask = tensor(fixture, 'input.attn_mask');
+  if (c.kind === 'sdpa') {
+    const output = await lib.scaledDotProductAttention(query, key, value,
+      { attnMask, isCausal: c.is_causal, scale: c.scale || undefined });
+    return { output, weights: null };
+  }
+  const mha = lib.createMultiheadAttention(moduleConfig(c));
+  try {
+    if (via === 'stateDict') mha.loadStateDict(stateDict(fixture));
+    else mha.loadSafetensors(fixture.bytes, { prefix: 'param.' });
+    return await mha.forward(query, key, value, {
+      keyPaddingMask: tensor(fixture, 'input.key_padding_mask'), attnMask,
+      needWeights: c.need_weights, averageAttnWeights: c.average_attn_weights,
+      isCausal: c.is_causal,
+    });
+  } finally {
+    mha.dispose();
+  }
+}
+
+// |a - e| <= 1e-4 + 1e-3 |e|, NaN exactly where expected, same shape.
+export function assertClose(actual, expected, what) {
+  assert.ok(actual, `${what}: missing`);
+  assert.deepEqual(actual.shape, expected.shape, `${what}: shape`);
+  assert.equal(actual.data.length, expected.data.length, `${what}: length`);
+  for (let i = 0; i < expected.data.length; ++i) {
+    const a = actual.data[i];
+    const e = expected.data[i];
+    if (Number.isNaN(e) || Number.isNaN(a)) {
+      assert.ok(Number.isNaN(e) && Number.isNaN(a), `${what}[${i}]: got ${a}, expected ${e}`);
+      continue;
+    }
+    assert.ok(Math.abs(a - e) <= 1e-4 + 1e-3 * Math.abs(e),
+      `${what}[${i}]: got ${a}, expected ${e}`);
+  }
+}
+
+export function assertMatchesFixture(result, fixture) {
+  assertClose(result.output, tensor(fixture, 'expected.output'), `${fixture.name} output`);
+  const weights = tensor(fixture, 'expected.weights');
+  if (weights) assertClose(result.weights, weights, `${fixture.name} weights`);
+  else assert.equal(result.weights, null, `${fixture.name}: weights not asked for`);
+}

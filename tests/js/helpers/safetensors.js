@@ -1,0 +1,20 @@
+// A small .safetensors reader for the tests (the package itself hands the
+// bytes to the core's reader). Returns the metadata and each tensor as
+// {dtype, shape, data}: Float32Array for F32, Uint8Array for BOOL, raw bytes
+// (Uint8Array) for F16/BF16.
+export function readSafetensors(bytes) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const headerLength = Number(view.getBigUint64(0, true));
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLength)));
+  const dataStart = 8 + headerLength;
+  const tensors = {};
+  for (const [name, entry] of Object.entries(header)) {
+    if (name === '__metadata__') continue;
+    const [begin, end] = entry.data_offsets;
+    // Copy: the data section is not necessarily 4-byte aligned in `bytes`.
+    const raw = bytes.slice(dataStart + begin, dataStart + end);
+    const data = entry.dtype === 'F32' ? new Float32Array(raw.buffer) : raw;
+    tensors[name] = { dtype: entry.dtype, shape: entry.shape, data };
+  }
+  return { metadata: header.__metadata__ ?? {}, tensors };
+}

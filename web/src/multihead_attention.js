@@ -1,0 +1,148 @@
+// The JS face of mha::MultiheadAttention (see DESIGN.md, "JavaScript API").
+import { callCore } from './core_call.js';
+import { MHAError } from './errors.js';
+import {
+  checkBoolean, checkBytes, checkMask, checkOptionalDim, checkOptionsObject, checkParameter,
+  checkPositiveInteger, checkTensor, describe,
+} from './validate.js';
+
+const CONFIG_KEYS = ['embedDim', 'numHeads', 'bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim',
+  'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout'];
+const FORWARD_KEYS = ['keyPaddingMask', 'attnMask', 'needWeights', 'averageAttnWeights',
+  'isCausal'];
+
+// Frees the C++ module of a MultiheadAttention the user forgot to dispose.
+const forgotten = new FinalizationRegistry((binding) => binding.delete());
+
+function coreConfig(config) {
+  const name = 'createMultiheadAttention';
+  if (config === undefined) {
+    throw new MHAError(`${name}: expected an options object with embedDim and numHeads, ` +
+                       'received undefined');
+  }
+  checkOptionsObject(config, name, CONFIG_KEYS);
+  const dropout = config.dropout === undefined ? 0 : config.dropout;
+  if (typeof dropout !== 'number' || !(dropout >= 0 && dropout <= 1)) {
+    throw new MHAError(`dropout: expected a number in [0, 1], received ${describe(dropout)}`);
+  }
+  return {
+    embed_dim: checkPositiveInteger(config.embedDim, 'embedDim'),
+    num_heads: checkPositiveInteger(config.numHeads, 'numHeads'),
+    bias: checkBoolean(config.bias, 'bias', true),
+    add_bias_kv: checkBoolean(config.addBiasKV, 'addBiasKV', false),
+    add_zero_attn: checkBoolean(config.addZeroAttn, 'addZeroAttn', false),
+    kdim: checkOptionalDim(config.kdim, 'kdim'),
+    vdim: checkOptionalDim(config.vdim, 'vdim'),
+    batch_first: checkBoolean(config.batchFirst, 'batchFirst', false),
+    qk_head_dim: checkOptionalDim(config.qkHeadDim, 'qkHeadDim'),
+    v_head_dim: checkOptionalDim(config.vHeadDim, 'vHeadDim'),
+    dropout,
+  };
+}
+
+function checkPrefix(options, name) {
+  const { prefix = '' } = checkOptionsObject(options, name, ['prefix']);
+  if (typeof prefix !== 'string') {
+    throw new MHAError(`${name}: prefix: expected a string, received ${describe(prefix)}`);
+  }
+  return prefix;
+}
+
+export class MultiheadAttention {
+  // Use lib.createMultiheadAttention(config).
+  constructor(wasm, config) {
+    this.wasm = wasm;
+    const coreOptions = coreConfig(config);
+    const binding = new wasm.MultiheadAttention();
+    try {
+      callCore(wasm, 'createMultiheadAttention', (heap, result) =>
+        binding.create(coreOptions, result));
+    } catch (error) {
+      binding.delete();
+      throw error;
+    }
+    this.binding = binding;
+    // [{name, shape}]: the state_dict entries this configuration has.
+    this.parameters = binding.parameters();
+    forgotten.register(this, binding, this);
+  }
+
+  checkAlive(what) {
+    if (this.binding === null) {
+      throw new MHAError(`${what}: expected a live module, received one that was disposed`);
+    }
+    return this.binding;
+  }
+
+  // state_dict: {name: Float32Array | {data, shape}} with PyTorch names, all
+  // of them (with `prefix` prepended); other keys are an error unless a
+  // prefix selects a sub-module of a larger state_dict.
+  loadStateDict(stateDict, options) {
+    const name = 'loadStateDict';
+    const binding = this.checkAlive(name);
+    const prefix = checkPrefix(options, name);
+    if (stateDict === null || typeof stateDict !== 'object' || ArrayBuffer.isView(stateDict)) {
+      throw new MHAError(`${name}: expected an object {name: tensor}, received ` +
+                         describe(stateDict));
+    }
+    const expected = new Map(this.parameters.map((p) => [prefix + p.name, p]));
+    for (const key of Object.keys(stateDict)) {
+      if (!expected.has(key) && (prefix === '' || key.startsWith(prefix))) {
+        throw new MHAError(`${name}: unexpected parameter '${key}', expected only ` +
+                           [...expected.keys()].join(', '));
+      }
+    }
+    const missing = [...expected.keys()].filter((key) => !(key in stateDict));
+    if (missing.length > 0) {
+      throw new MHAError(`${name}: missing parameter ${missing.map((k) => `'${k}'`).join(', ')}` +
+                         `; expected ${[...expected.keys()].join(', ')}`);
+    }
+    const tensors = [...expected].map(([key, spec]) =>
+      [spec.name, checkParameter(stateDict[key], key, spec.shape)]);
+    for (const [paramName, tensor] of tensors) {
+      callCore(this.wasm, name, (heap, result) =>
+        binding.loadParameter(paramName, heap.describe(tensor), result));
+    }
+  }
+
+  // bytes: the contents of a .safetensors file (F32, F16 or BF16 tensors).
+  loadSafetensors(bytes, options) {
+    const name = 'loadSafetensors';
+    const binding = this.checkAlive(name);
+    const prefix = checkPrefix(options, name);
+    const data = checkBytes(bytes, 'bytes');
+    callCore(this.wasm, name, (heap, result) =>
+      binding.loadSafetensors(heap.copyIn(data), data.byteLength, prefix, result));
+  }
+
+  async forward(query, key, value, options) {
+    const binding = this.checkAlive('forward');
+    const o = checkOptionsObject(options, 'forward options', FORWARD_KEYS);
+    checkTensor(query, 'query');
+    checkTensor(key, 'key');
+    checkTensor(value, 'value');
+    const keyPaddingMask = checkMask(o.keyPaddingMask, 'keyPaddingMask');
+    const attnMask = checkMask(o.attnMask, 'attnMask');
+    const flags = {
+      need_weights: checkBoolean(o.needWeights, 'needWeights', true),
+      average_attn_weights: checkBoolean(o.averageAttnWeights, 'averageAttnWeights', true),
+      is_causal: checkBoolean(o.isCausal, 'isCausal', false),
+    };
+    return callCore(this.wasm, 'forward', (heap, result) => {
+      const seen = new Map();
+      return binding.forward(heap.describe(query, seen), heap.describe(key, seen),
+        heap.describe(value, seen), {
+          ...flags,
+          key_padding_mask: heap.describe(keyPaddingMask, seen),
+          attn_mask: heap.describe(attnMask, seen),
+        }, result);
+    });
+  }
+
+  dispose() {
+    if (this.binding === null) return;
+    forgotten.unregister(this);
+    this.binding.delete();
+    this.binding = null;
+  }
+}

@@ -1,0 +1,128 @@
+// Argument checks that must happen in JS, before anything reaches the WASM
+// heap: types, shapes arrays, element counts, option names. Shape rules that
+// depend on the module (heads, kdim, mask sizes) are checked by the core.
+import { MHAError } from './errors.js';
+
+// "(2, 3, 4)", as the core prints shapes.
+export function shapeString(shape) {
+  return `(${shape.join(', ')})`;
+}
+
+// What a value is, for "received ..." in messages.
+export function describe(value) {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return `an Array of length ${value.length}`;
+  if (ArrayBuffer.isView(value)) return `a ${value.constructor.name} of length ${value.length}`;
+  if (typeof value === 'object') return `an object with keys {${Object.keys(value).join(', ')}}`;
+  if (typeof value === 'string') return `the string '${value}'`;
+  return `${typeof value} ${String(value)}`;
+}
+
+function isPositiveInteger(value) {
+  return Number.isSafeInteger(value) && value > 0;
+}
+
+export function checkPositiveInteger(value, name) {
+  if (!isPositiveInteger(value)) {
+    throw new MHAError(`${name}: expected a positive integer, received ${describe(value)}`);
+  }
+  return value;
+}
+
+// undefined means the default (0 for the core).
+export function checkOptionalDim(value, name) {
+  return value === undefined ? 0 : checkPositiveInteger(value, name);
+}
+
+export function checkBoolean(value, name, fallback) {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') {
+    throw new MHAError(`${name}: expected true or false, received ${describe(value)}`);
+  }
+  return value;
+}
+
+export function checkOptionsObject(options, name, allowedKeys) {
+  if (options === undefined) return {};
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new MHAError(`${name}: expected an options object, received ${describe(options)}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!allowedKeys.includes(key)) {
+      throw new MHAError(
+        `${name}: unknown option '${key}', expected one of ${allowedKeys.join(', ')}`);
+    }
+  }
+  return options;
+}
+
+export function checkShape(shape, name) {
+  if (!Array.isArray(shape) || shape.length === 0 || !shape.every(isPositiveInteger)) {
+    const received = Array.isArray(shape) ? `[${shape.map(String).join(', ')}]` : describe(shape);
+    throw new MHAError(
+      `${name}.shape: expected a non-empty array of positive integers, received ${received}`);
+  }
+  return shape;
+}
+
+export function numElements(shape) {
+  return shape.reduce((product, dim) => product * dim, 1);
+}
+
+function checkElementCount(data, shape, name) {
+  const expected = numElements(shape);
+  if (data.length !== expected) {
+    throw new MHAError(`${name}: expected ${expected} elements for shape ${shapeString(shape)}, ` +
+                       `received ${data.length}`);
+  }
+}
+
+function checkTensorObject(tensor, name) {
+  if (tensor === null || typeof tensor !== 'object' || ArrayBuffer.isView(tensor) ||
+      !('data' in tensor) || !('shape' in tensor)) {
+    throw new MHAError(`${name}: expected a tensor {data, shape}, received ${describe(tensor)}`);
+  }
+}
+
+// A float32 tensor {data: Float32Array, shape}.
+export function checkTensor(tensor, name) {
+  checkTensorObject(tensor, name);
+  if (!(tensor.data instanceof Float32Array)) {
+    throw new MHAError(`${name}.data: expected a Float32Array, received ${describe(tensor.data)}`);
+  }
+  checkShape(tensor.shape, name);
+  checkElementCount(tensor.data, tensor.shape, name);
+  return tensor;
+}
+
+// undefined, or {data: Uint8Array (bool) | Float32Array (additive), shape}.
+export function checkMask(mask, name) {
+  if (mask === undefined || mask === null) return undefined;
+  checkTensorObject(mask, name);
+  if (!(mask.data instanceof Uint8Array) && !(mask.data instanceof Float32Array)) {
+    throw new MHAError(`${name}.data: expected a Uint8Array (bool) or a Float32Array ` +
+                       `(additive), received ${describe(mask.data)}`);
+  }
+  checkShape(mask.shape, name);
+  checkElementCount(mask.data, mask.shape, name);
+  return mask;
+}
+
+// A state_dict entry: a Float32Array of the expected shape, or a tensor.
+export function checkParameter(value, name, expectedShape) {
+  if (value instanceof Float32Array) {
+    checkElementCount(value, expectedShape, name);
+    return { data: value, shape: expectedShape };
+  }
+  if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) {
+    throw new MHAError(`${name}: expected a Float32Array or a tensor {data, shape} of shape ` +
+                       `${shapeString(expectedShape)}, received ${describe(value)}`);
+  }
+  return checkTensor(value, name);
+}
+
+export function checkBytes(bytes, name) {
+  if (bytes instanceof ArrayBuffer) return new Uint8Array(bytes);
+  if (bytes instanceof Uint8Array) return bytes;
+  throw new MHAError(`${name}: expected a Uint8Array or an ArrayBuffer, received ${describe(bytes)}`);
+}
