@@ -1,0 +1,98 @@
+// Shared set-up for the browser tests: the demo server on a free port, Debian's Chromium driven by
+// playwright-core with a fresh profile, console errors collected per page, and helpers that
+// wait for the page's runs (the page reports them on <output id="result">).
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const RESULTS_DIR = join(ROOT, 'test-results');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync',
+];
+const RUN_TIMEOUT_MS = 60_000;
+
+// Starts scripts/serve.mjs on a free port; resolves to { url, stop }.
+export function startServer({ isolated = true } = {}) {
+  const args = [join(ROOT, 'scripts/serve.mjs'), '--port', '0', ...(isolated ? [] : ['--no-isolation'])];
+  const server = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let output = '';
+    server.once('exit', (code) => reject(new Error(`serve.mjs exited with ${code}: ${output}`)));
+    server.stdout.on('data', (chunk) => {
+      output += chunk;
+      const match = output.match(/http:\/\/127\.0\.0\.1:\d+\/\S*/);
+      if (match) resolve({ url: match[0], stop: () => server.kill() });
+    });
+  });
+}
+
+// Launches Chromium headless with a fresh profile; resolves to { context, close }.
+export async function launchBrowser() {
+  const profile = mkdtempSync(join(tmpdir(), 'mha-e2e-profile-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport: { width: 1400, height: 1000 },
+  });
+  return {
+    context,
+    close: async () => {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+// Opens the demo and waits for its first run. Returns { page, consoleErrors }.
+export async function openDemo(context, url) {
+  const page = await context.newPage();
+  const consoleErrors = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') consoleErrors.push(message.text());
+  });
+  page.on('pageerror', (error) => consoleErrors.push(error.message));
+  await page.goto(url);
+  await waitForRunsAbove(page, 0);
+  return { page, consoleErrors };
+}
+
+export const resultState = (page) =>
+  page.locator('#result').evaluate((element) => ({ ...element.dataset, runs: Number(element.dataset.runs) }));
+
+// Waits until the page has finished more than `runs` runs and has none pending; returns its state.
+export async function waitForRunsAbove(page, runs) {
+  await page.waitForFunction(
+    (before) => {
+      const { dataset } = document.getElementById('result');
+      return Number(dataset.runs) > before && (dataset.state === 'done' || dataset.state === 'error');
+    },
+    runs,
+    { timeout: RUN_TIMEOUT_MS },
+  );
+  return resultState(page);
+}
+
+// Does `action` and waits for the run it causes; fails with the page's message if that run failed.
+export async function runAfter(page, action) {
+  const { runs } = await resultState(page);
+  await action();
+  const state = await waitForRunsAbove(page, runs);
+  if (state.state !== 'done') throw new Error(`the page's run failed: ${state.error}`);
+  return state;
+}
+
+export const parseTensor = (json) => JSON.parse(json);
+
+export async function saveScreenshot(page, name) {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const path = join(RESULTS_DIR, name);
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}
