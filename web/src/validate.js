@@ -8,11 +8,17 @@ export function shapeString(shape) {
   return `(${shape.join(', ')})`;
 }
 
+function article(noun) {
+  return /^[AEIOU]/.test(noun) ? 'an' : 'a';
+}
+
 // What a value is, for "received ..." in messages.
 export function describe(value) {
   if (value === null) return 'null';
   if (Array.isArray(value)) return `an Array of length ${value.length}`;
-  if (ArrayBuffer.isView(value)) return `a ${value.constructor.name} of length ${value.length}`;
+  if (ArrayBuffer.isView(value)) {
+    return `${article(value.constructor.name)} ${value.constructor.name} of length ${value.length}`;
+  }
   if (typeof value === 'object') return `an object with keys {${Object.keys(value).join(', ')}}`;
   if (typeof value === 'string') return `the string '${value}'`;
   return `${typeof value} ${String(value)}`;
@@ -109,6 +115,7 @@ export function checkMask(mask, name) {
 }
 
 // A state_dict entry: a Float32Array of the expected shape, or a tensor.
+// Checked in full here so that loading a state_dict is all or nothing.
 export function checkParameter(value, name, expectedShape) {
   if (value instanceof Float32Array) {
     checkElementCount(value, expectedShape, name);
@@ -118,7 +125,14 @@ export function checkParameter(value, name, expectedShape) {
     throw new MHAError(`${name}: expected a Float32Array or a tensor {data, shape} of shape ` +
                        `${shapeString(expectedShape)}, received ${describe(value)}`);
   }
-  return checkTensor(value, name);
+  checkTensor(value, name);
+  const sameShape = value.shape.length === expectedShape.length &&
+    value.shape.every((dim, i) => dim === expectedShape[i]);
+  if (!sameShape) {
+    throw new MHAError(`${name}: expected shape ${shapeString(expectedShape)}, received ` +
+                       shapeString(value.shape));
+  }
+  return value;
 }
 
 export function checkBytes(bytes, name) {

@@ -1,0 +1,148 @@
+// The bad-input table: each bad call throws an MHAError naming the argument,
+// what was expected and what was received; the same module then still runs a
+// valid forward that matches PyTorch. On both WASM builds.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { MHAError, loadMHA } from '../../web/src/index.js';
+import { BUILDS } from './helpers/builds.js';
+import {
+  assertMatchesFixture, loadFixture, moduleConfig, stateDict,
+} from './helpers/fixtures.js';
+
+// (L, N, E) = (7, 2, 16), 2 heads, bool key_padding_mask (N, S).
+const fixture = loadFixture('e16_h2_l7_bool_kpm.safetensors');
+const input = (name) => {
+  const t = fixture.tensors[`input.${name}`];
+  return { data: t.data, shape: t.shape };
+};
+const query = input('query');
+const key = input('key');
+const value = input('value');
+const keyPaddingMask = input('key_padding_mask');
+const zeros = (shape) => ({ data: new Float32Array(shape.reduce((a, b) => a * b, 1)), shape });
+const withEntry = (name, entry) => ({ ...stateDict(fixture), [name]: entry });
+const withoutEntry = (name) => {
+  const dict = stateDict(fixture);
+  delete dict[name];
+  return dict;
+};
+
+// [what, (ctx) => the bad call, patterns the message must contain]
+const BAD_INPUTS = [
+  ['query is a bare Float32Array', ({ mha }) => mha.forward(query.data, key, value),
+    [/query: expected a tensor \{data, shape\}, received a Float32Array/]],
+  ['query data is a Float64Array',
+    ({ mha }) => mha.forward({ data: new Float64Array(224), shape: [7, 2, 16] }, key, value),
+    [/query\.data: expected a Float32Array, received a Float64Array of length 224/]],
+  ['query data is a plain Array',
+    ({ mha }) => mha.forward({ data: Array.from(query.data), shape: [7, 2, 16] }, key, value),
+    [/query\.data: expected a Float32Array, received an Array of length 224/]],
+  ['query data length does not match its shape',
+    ({ mha }) => mha.forward({ data: new Float32Array(100), shape: [7, 2, 16] }, key, value),
+    [/query: expected 224 elements for shape \(7, 2, 16\), received 100/]],
+  ['zero dim', ({ mha }) => mha.forward(zeros([0, 2, 16]), key, value),
+    [/query\.shape: expected a non-empty array of positive integers, received \[0, 2, 16\]/]],
+  ['negative dim', ({ mha }) => mha.forward(query, { data: key.data, shape: [-7, 2, 16] }, value),
+    [/key\.shape: expected .*positive integers, received \[-7, 2, 16\]/]],
+  ['non-integer dim', ({ mha }) => mha.forward(query, key, { data: value.data, shape: [7, 2.5, 16] }),
+    [/value\.shape: expected .*positive integers, received \[7, 2\.5, 16\]/]],
+  ['shape is not an array', ({ mha }) => mha.forward({ data: query.data, shape: '7x2x16' }, key, value),
+    [/query\.shape: expected a non-empty array of positive integers, received the string '7x2x16'/]],
+  ['query of rank 4', ({ mha }) => mha.forward(zeros([7, 2, 16, 1]), key, value),
+    [/query: expected a 3-D .* or 2-D .* tensor, got shape \(7, 2, 16, 1\)/]],
+  ['query features differ from embedDim', ({ mha }) => mha.forward(zeros([7, 2, 15]), key, value),
+    [/query: expected shape \(7, 2, 16\).*got \(7, 2, 15\)/]],
+  ['value length differs from key length', ({ mha }) => mha.forward(query, key, zeros([6, 2, 16])),
+    [/value: expected shape \(7, 2, 16\).*got \(6, 2, 16\)/]],
+  ['keyPaddingMask of the wrong size',
+    ({ mha }) => mha.forward(query, key, value,
+      { keyPaddingMask: { data: new Uint8Array(6), shape: [2, 3] } }),
+    [/key_padding_mask: expected shape \(2, 7\).*got \(2, 3\)/]],
+  ['attnMask with the wrong number of heads',
+    ({ mha }) => mha.forward(query, key, value, { attnMask: zeros([3, 7, 7]) }),
+    [/attn_mask: expected shape \(7, 7\) or \(4, 7, 7\).*got \(3, 7, 7\)/]],
+  ['mask of dtype int32',
+    ({ mha }) => mha.forward(query, key, value,
+      { keyPaddingMask: { data: new Int32Array(14), shape: [2, 7] } }),
+    [/keyPaddingMask\.data: expected a Uint8Array \(bool\) or a Float32Array \(additive\), received an Int32Array/]],
+  ['misspelt forward option', ({ mha }) => mha.forward(query, key, value, { needweights: false }),
+    [/forward options: unknown option 'needweights', expected one of .*needWeights/]],
+  ['needWeights not a boolean', ({ mha }) => mha.forward(query, key, value, { needWeights: 'no' }),
+    [/needWeights: expected true or false, received the string 'no'/]],
+  ['heads not dividing embedDim', ({ lib }) => lib.createMultiheadAttention({ embedDim: 10, numHeads: 3 }),
+    [/num_heads: embed_dim \(10\) must be divisible by num_heads \(3\)/]],
+  ['embedDim zero', ({ lib }) => lib.createMultiheadAttention({ embedDim: 0, numHeads: 2 }),
+    [/embedDim: expected a positive integer, received number 0/]],
+  ['embedDim not an integer', ({ lib }) => lib.createMultiheadAttention({ embedDim: 16.5, numHeads: 2 }),
+    [/embedDim: expected a positive integer, received number 16\.5/]],
+  ['numHeads missing', ({ lib }) => lib.createMultiheadAttention({ embedDim: 16 }),
+    [/numHeads: expected a positive integer, received undefined/]],
+  ['kdim negative', ({ lib }) => lib.createMultiheadAttention({ embedDim: 16, numHeads: 2, kdim: -4 }),
+    [/kdim: expected a positive integer, received number -4/]],
+  ['config in PyTorch spelling', ({ lib }) => lib.createMultiheadAttention({ embed_dim: 16, num_heads: 2 }),
+    [/createMultiheadAttention: unknown option 'embed_dim', expected one of embedDim/]],
+  ['missing parameter', ({ mha }) => mha.loadStateDict(withoutEntry('out_proj.bias')),
+    [/loadStateDict: missing parameter 'out_proj\.bias'; expected in_proj_weight/]],
+  ['unexpected parameter', ({ mha }) => mha.loadStateDict(withEntry('q_proj_weight', new Float32Array(256))),
+    [/loadStateDict: unexpected parameter 'q_proj_weight', expected only in_proj_weight/]],
+  ['parameter tensor of the wrong shape',
+    ({ mha }) => mha.loadStateDict(withEntry('in_proj_weight', zeros([48, 15]))),
+    [/in_proj_weight: expected shape \(48, 16\), received \(48, 15\)/]],
+  ['parameter array of the wrong length',
+    ({ mha }) => mha.loadStateDict(withEntry('out_proj.bias', new Float32Array(15))),
+    [/out_proj\.bias: expected 16 elements for shape \(16\), received 15/]],
+  ['parameter of the wrong type',
+    ({ mha }) => mha.loadStateDict(withEntry('out_proj.bias', new Float64Array(16))),
+    [/out_proj\.bias: expected a Float32Array or a tensor \{data, shape\} of shape \(16\), received a Float64Array/]],
+  ['safetensors bytes that are not a safetensors file',
+    ({ mha }) => mha.loadSafetensors(new Uint8Array(20)), [/loadSafetensors: /]],
+  ['safetensors given as a string', ({ mha }) => mha.loadSafetensors('weights.safetensors'),
+    [/bytes: expected a Uint8Array or an ArrayBuffer, received the string 'weights\.safetensors'/]],
+  ['forward on a disposed module', async ({ lib }) => {
+    const other = lib.createMultiheadAttention(moduleConfig(fixture.config));
+    other.dispose();
+    await other.forward(query, key, value);
+  }, [/forward: expected a live module, received one that was disposed/]],
+  ['forward before parameters are loaded', ({ lib }) =>
+    lib.createMultiheadAttention(moduleConfig(fixture.config)).forward(query, key, value),
+    [/forward: parameters not loaded: in_proj_weight/]],
+  ['sdpa value length differs from key length',
+    ({ lib }) => lib.scaledDotProductAttention(zeros([2, 7, 8]), zeros([2, 5, 8]), zeros([2, 6, 8])),
+    [/value: expected shape \(2, 5, 8\).*got \(2, 6, 8\)/]],
+  ['sdpa mask not broadcastable',
+    ({ lib }) => lib.scaledDotProductAttention(zeros([2, 7, 8]), zeros([2, 5, 8]), zeros([2, 5, 8]),
+      { attnMask: { data: new Uint8Array(36), shape: [6, 6] } }),
+    [/attn_mask: expected a shape broadcastable to \(2, 7, 5\).*got \(6, 6\)/]],
+  ['sdpa negative scale',
+    ({ lib }) => lib.scaledDotProductAttention(zeros([2, 7, 8]), zeros([2, 5, 8]), zeros([2, 5, 8]),
+      { scale: -1 }),
+    [/scale: expected a positive number .*received number -1/]],
+  ['loadMHA with zero threads', () => loadMHA({ threads: 0 }),
+    [/threads: expected 'auto' or a positive integer, received number 0/]],
+  ['loadMHA with an unknown build', () => loadMHA({ build: 'gpu' }),
+    [/build: expected 'simd-threaded' or 'simd', received the string 'gpu'/]],
+];
+
+for (const build of BUILDS) {
+  describe(`bad input on ${build}`, () => {
+    const ctx = {};
+    before(async () => {
+      ctx.lib = await loadMHA({ build });
+      ctx.mha = ctx.lib.createMultiheadAttention(moduleConfig(fixture.config));
+      ctx.mha.loadSafetensors(fixture.bytes, { prefix: 'param.' });
+    });
+    after(() => ctx.mha.dispose());
+
+    for (const [what, badCall, patterns] of BAD_INPUTS) {
+      test(what, async () => {
+        await assert.rejects(async () => badCall(ctx), (error) => {
+          assert.ok(error instanceof MHAError, `expected an MHAError, got ${error}`);
+          for (const pattern of patterns) assert.match(error.message, pattern);
+          return true;
+        });
+        const result = await ctx.mha.forward(query, key, value, { keyPaddingMask });
+        assertMatchesFixture(result, fixture);
+      });
+    }
+  });
+}
