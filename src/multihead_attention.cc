@@ -121,12 +121,46 @@ std::vector<ParameterSpec> MultiheadAttention::Parameters() const {
   return specs;
 }
 
+std::vector<ParameterSpec> MultiheadAttention::AcceptedParameters() const {
+  const Impl& m = *impl_;
+  std::vector<ParameterSpec> specs = Parameters();
+  // With embed_dim-wide keys and values, in_proj_weight and the three
+  // q/k/v_proj_weight hold the same numbers: either form loads.
+  if (config_.kdim == config_.embed_dim && config_.vdim == config_.embed_dim) {
+    if (m.in_proj_packed) {
+      specs.push_back({"q_proj_weight", {m.qk, config_.embed_dim}});
+      specs.push_back({"k_proj_weight", {m.qk, config_.embed_dim}});
+      specs.push_back({"v_proj_weight", {m.vv, config_.embed_dim}});
+    } else {
+      specs.push_back({"in_proj_weight", {2 * m.qk + m.vv, config_.embed_dim}});
+    }
+  }
+  return specs;
+}
+
+std::vector<std::string> MultiheadAttention::MissingParameters(
+    const std::set<std::string>& have) const {
+  std::vector<std::string> missing;
+  const bool have_qkv =
+      have.count("q_proj_weight") && have.count("k_proj_weight") && have.count("v_proj_weight");
+  for (const ParameterSpec& spec : Parameters()) {
+    if (have.count(spec.name)) continue;
+    if (spec.name == "in_proj_weight" && have_qkv) continue;
+    if (spec.name.size() == 13 && spec.name.compare(1, 12, "_proj_weight") == 0 &&
+        have.count("in_proj_weight")) {
+      continue;
+    }
+    missing.push_back(spec.name);
+  }
+  return missing;
+}
+
 Status MultiheadAttention::LoadParameter(const std::string& name, const float* data,
                                          const Shape& shape) {
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mutex);
   std::vector<std::string> names;
-  for (const ParameterSpec& spec : Parameters()) {
+  for (const ParameterSpec& spec : AcceptedParameters()) {
     names.push_back(spec.name);
     if (spec.name != name) continue;
     if (shape != spec.shape) {
@@ -136,8 +170,7 @@ Status MultiheadAttention::LoadParameter(const std::string& name, const float* d
     if (data == nullptr) return Status::InvalidArgument(name + ": data is null");
     const int64_t q_size = m.qk * m.embed_dim, k_size = m.qk * m.kdim;
     float* dst = nullptr;
-    if (name == "in_proj_weight") dst = m.in_weight.data();
-    if (name == "q_proj_weight") dst = m.in_weight.data();
+    if (name == "in_proj_weight" || name == "q_proj_weight") dst = m.in_weight.data();
     if (name == "k_proj_weight") dst = m.in_weight.data() + q_size;
     if (name == "v_proj_weight") dst = m.in_weight.data() + q_size + k_size;
     if (name == "in_proj_bias") dst = m.in_bias.data();
@@ -147,11 +180,9 @@ Status MultiheadAttention::LoadParameter(const std::string& name, const float* d
     if (name == "out_proj.bias") dst = m.out_bias.data();
     std::memcpy(dst, data, static_cast<size_t>(NumElements(shape)) * sizeof(float));
     m.loaded.insert(name);
-    m.q_proj.Invalidate();
-    m.k_proj.Invalidate();
-    m.v_proj.Invalidate();
-    m.qkv_proj.Invalidate();
-    m.out_proj.Invalidate();
+    for (PackedLinear* p : {&m.q_proj, &m.k_proj, &m.v_proj, &m.qkv_proj, &m.out_proj}) {
+      p->Invalidate();
+    }
     return Status::Ok();
   }
   return Status::InvalidArgument("state_dict: unexpected parameter '" + name +
@@ -167,10 +198,8 @@ Status MultiheadAttention::LoadStateDict(const std::map<std::string, TensorView>
     MHA_RETURN_IF_ERROR(LoadParameter(name, tensor.data, tensor.shape));
     seen.insert(name);
   }
-  std::vector<std::string> missing;
-  for (const ParameterSpec& spec : Parameters()) {
-    if (!seen.count(spec.name)) missing.push_back(prefix + spec.name);
-  }
+  std::vector<std::string> missing = MissingParameters(seen);
+  for (std::string& name : missing) name = prefix + name;
   if (!missing.empty()) {
     return Status::InvalidArgument("state_dict: missing parameters: " + Join(missing));
   }

@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -86,8 +87,8 @@ class MultiheadAttention {
   std::vector<ParameterSpec> Parameters() const;
 
   // Copies one parameter; `name` is a PyTorch state_dict key and `shape` must
-  // match Parameters() exactly. in_proj_weight is accepted when kdim == vdim ==
-  // embed_dim and the head dims are the defaults; q/k/v_proj_weight otherwise.
+  // match Parameters() exactly. When kdim == vdim == embed_dim, in_proj_weight
+  // and q/k/v_proj_weight are interchangeable (the same rows).
   Status LoadParameter(const std::string& name, const float* data, const Shape& shape);
 
   // Loads every parameter from `tensors`; unknown names are an error, and so
@@ -107,6 +108,10 @@ class MultiheadAttention {
 
  private:
   explicit MultiheadAttention(const MultiheadAttentionConfig& config);
+  // Parameters() plus the equivalent in_proj_weight / q,k,v_proj_weight form.
+  std::vector<ParameterSpec> AcceptedParameters() const;
+  // Parameters() not covered by the names in `have`.
+  std::vector<std::string> MissingParameters(const std::set<std::string>& have) const;
   struct Impl;
   MultiheadAttentionConfig config_;
   std::unique_ptr<Impl> impl_;

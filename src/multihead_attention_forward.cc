@@ -123,10 +123,7 @@ Status MultiheadAttention::Forward(const TensorView& query, const TensorView& ke
   MHA_RETURN_IF_ERROR(CheckForward(config_, query, key, value, options, &dims));
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mutex);
-  std::vector<std::string> missing;
-  for (const ParameterSpec& spec : Parameters()) {
-    if (!m.loaded.count(spec.name)) missing.push_back(spec.name);
-  }
+  const std::vector<std::string> missing = MissingParameters(m.loaded);
   if (!missing.empty()) {
     std::string list;
     for (const std::string& n : missing) list += (list.empty() ? "" : ", ") + n;

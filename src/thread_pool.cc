@@ -8,10 +8,9 @@ size_t RangeBegin(size_t n, size_t t, size_t threads) { return n * t / threads; 
 
 }  // namespace
 
-ThreadPool::ThreadPool(size_t num_threads) {
-  if (num_threads == 0) num_threads = 1;
-  workers_.reserve(num_threads - 1);
-  for (size_t t = 1; t < num_threads; ++t) {
+ThreadPool::ThreadPool(size_t num_threads) : num_threads_(num_threads == 0 ? 1 : num_threads) {
+  workers_.reserve(num_threads_ - 1);
+  for (size_t t = 1; t < num_threads_; ++t) {
     workers_.emplace_back([this, t] { WorkerLoop(t); });
   }
 }

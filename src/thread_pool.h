@@ -20,7 +20,7 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  size_t num_threads() const { return workers_.size() + 1; }
+  size_t num_threads() const { return num_threads_; }
 
   // Calls body(begin, end, thread_index) on disjoint ranges covering [0, n),
   // one range per thread, and returns when all are done. The calling thread
@@ -31,6 +31,7 @@ class ThreadPool {
  private:
   void WorkerLoop(size_t thread_index);
 
+  size_t num_threads_;  // set before any worker starts: workers read it
   std::vector<std::thread> workers_;
   std::mutex call_mutex_;  // one ParallelFor at a time
   std::mutex mutex_;

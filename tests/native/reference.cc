@@ -1,0 +1,55 @@
+#include "tests/native/reference.h"
+
+#include <cmath>
+#include <limits>
+
+namespace mha_test {
+
+std::vector<float> ReferenceGemm(const std::vector<float>& a, const std::vector<float>& b,
+                                 const float* bias, size_t m, size_t n, size_t k) {
+  std::vector<float> c(m * n);
+  for (size_t i = 0; i < m; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      double sum = bias != nullptr ? bias[j] : 0.0;
+      for (size_t kk = 0; kk < k; ++kk) sum += double(a[i * k + kk]) * b[j * k + kk];
+      c[i * n + j] = static_cast<float>(sum);
+    }
+  }
+  return c;
+}
+
+void ReferenceAttention(const mha::kernels::AttentionHead& h, std::vector<float>* out,
+                        std::vector<float>* weights) {
+  const size_t keys = h.num_keys();
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  out->assign(h.num_queries * h.v_dim, 0.0f);
+  weights->assign(h.num_queries * keys, 0.0f);
+  std::vector<double> s(keys);
+  for (size_t i = 0; i < h.num_queries; ++i) {
+    double max = neg_inf;
+    for (size_t j = 0; j < keys; ++j) {
+      const float* k = j < h.masked_keys ? h.k + j * h.k_stride
+                                         : h.extra_k + (j - h.masked_keys) * h.qk_dim;
+      double dot = 0.0;
+      for (size_t d = 0; d < h.qk_dim; ++d) dot += double(h.q[i * h.q_stride + d]) * k[d];
+      s[j] = dot * h.scale;
+      if (j < h.masked_keys) {
+        if (h.mask != nullptr) s[j] += h.mask[i * h.mask_stride + j];
+        if (h.key_bias != nullptr) s[j] += h.key_bias[j];
+        if (h.causal && j > i) s[j] = neg_inf;
+      }
+      if (s[j] > max) max = s[j];
+    }
+    double sum = 0.0;
+    for (size_t j = 0; j < keys; ++j) sum += (s[j] = std::exp(s[j] - max));
+    for (size_t j = 0; j < keys; ++j) {
+      const double p = max == neg_inf ? std::nan("") : s[j] / sum;
+      (*weights)[i * keys + j] = static_cast<float>(p);
+      const float* v = j < h.masked_keys ? h.v + j * h.v_stride
+                                         : h.extra_v + (j - h.masked_keys) * h.v_dim;
+      for (size_t e = 0; e < h.v_dim; ++e) (*out)[i * h.v_dim + e] += static_cast<float>(p * v[e]);
+    }
+  }
+}
+
+}  // namespace mha_test

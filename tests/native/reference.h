@@ -1,0 +1,23 @@
+// Plain scalar references the SIMD kernels are checked against.
+#ifndef MHA_TESTS_NATIVE_REFERENCE_H_
+#define MHA_TESTS_NATIVE_REFERENCE_H_
+
+#include <cstddef>
+#include <vector>
+
+#include "src/kernels/kernels.h"
+
+namespace mha_test {
+
+// c (m x n) = a (m x k) * b^T (b is n x k) + bias (n, may be null), in double.
+std::vector<float> ReferenceGemm(const std::vector<float>& a, const std::vector<float>& b,
+                                 const float* bias, size_t m, size_t n, size_t k);
+
+// The attention of one head as the kernel contract describes it, in double:
+// out (num_queries x v_dim) and weights (num_queries x num_keys).
+void ReferenceAttention(const mha::kernels::AttentionHead& head, std::vector<float>* out,
+                        std::vector<float>* weights);
+
+}  // namespace mha_test
+
+#endif  // MHA_TESTS_NATIVE_REFERENCE_H_
