@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <new>
+#include <utility>
 
 #include "hwy/aligned_allocator.h"
 
@@ -14,8 +15,10 @@ class AlignedBuffer {
   // Returns at least n floats (contents unspecified). Throws std::bad_alloc.
   float* Get(size_t n) {
     if (n > capacity_) {
-      data_ = hwy::AllocateAligned<float>(n);
-      if (!data_) throw std::bad_alloc();
+      // Keep the old buffer if the new one cannot be had.
+      auto grown = hwy::AllocateAligned<float>(n);
+      if (!grown) throw std::bad_alloc();
+      data_ = std::move(grown);
       capacity_ = n;
     }
     return data_.get();

@@ -181,8 +181,9 @@ inline void FlashChunk(const AttentionHead& h, size_t i_begin, size_t i_end, flo
   for (size_t j0 = 0; j0 < num_keys; j0 += tile) {
     const size_t cols = HWY_MIN(tile, num_keys - j0);
     const bool tile_has_extra = j0 + cols > h.masked_keys;
-    // Causal: every query of the chunk is before this tile's first key.
-    if (h.causal && !tile_has_extra && j0 > i_end - 1) break;
+    // Causal: every query of the chunk is before this tile's first key (a
+    // later tile may still hold the never-masked extra keys).
+    if (h.causal && !tile_has_extra && j0 > i_end - 1) continue;
     if (TileFullyPadded(h, j0, cols)) continue;
     TransposeKeyTile(h, j0, cols, tile, kt);
     PadValueTile(h, j0, cols, v_pad, vt);

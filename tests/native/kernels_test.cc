@@ -1,0 +1,185 @@
+// The dispatched kernels against the scalar references, on every target:
+// GEMM tiles and tails, and attention with each mask kind, extra keys and
+// the weights path.
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hwy/aligned_allocator.h"
+#include "hwy/tests/hwy_gtest.h"
+#include "src/kernels/kernels.h"
+#include "tests/native/reference.h"
+
+namespace mha_test {
+namespace {
+
+using mha::kernels::AttentionHead;
+
+std::vector<float> Random(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+void ExpectNear(const std::vector<float>& actual, const std::vector<float>& expected,
+                const char* what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    if (std::isnan(expected[i])) {
+      ASSERT_TRUE(std::isnan(actual[i])) << what << " [" << i << "]";
+      continue;
+    }
+    ASSERT_NEAR(actual[i], expected[i], 1e-4 + 1e-4 * std::fabs(expected[i])) << what << " [" << i << "]";
+  }
+}
+
+class KernelTest : public hwy::TestWithParamTarget {};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(KernelTest);
+
+TEST_P(KernelTest, GemmMatchesReferenceOnTilesAndTails) {
+  const size_t width = mha::kernels::GemmPanelWidth();
+  for (size_t m : {size_t{1}, size_t{3}, size_t{4}, size_t{5}, size_t{17}, size_t{64}, size_t{67}}) {
+    for (size_t n : {size_t{1}, size_t{7}, width - 1, width, width + 1, 3 * width + 5}) {
+      for (size_t k : {size_t{1}, size_t{3}, size_t{16}, size_t{33}}) {
+        SCOPED_TRACE(testing::Message() << "m=" << m << " n=" << n << " k=" << k);
+        const std::vector<float> a = Random(m * k, 1), b = Random(n * k, 2), bias = Random(n, 3);
+        std::vector<float> packed(mha::kernels::PackedBSize(n, k));
+        mha::kernels::PackB(b.data(), k, bias.data(), n, k, packed.data());
+        // A sentinel column past n must survive: tails store only n columns.
+        const size_t ldc = n + 1;
+        std::vector<float> c(m * ldc, 7.0f);
+        // Two column ranges split at a panel boundary, as threads do.
+        const size_t split = n > width ? width : n;
+        mha::kernels::GemmTile(a.data(), k, packed.data(), n, k, c.data(), ldc, 0, m, 0, split);
+        mha::kernels::GemmTile(a.data(), k, packed.data(), n, k, c.data(), ldc, 0, m, split, n);
+        const std::vector<float> expected = ReferenceGemm(a, b, bias.data(), m, n, k);
+        std::vector<float> actual(m * n);
+        for (size_t i = 0; i < m; ++i) {
+          for (size_t j = 0; j < n; ++j) actual[i * n + j] = c[i * ldc + j];
+          ASSERT_EQ(c[i * ldc + n], 7.0f);
+        }
+        ExpectNear(actual, expected, "gemm");
+      }
+    }
+  }
+}
+
+struct AttentionCase {
+  size_t queries, keys, qk_dim, v_dim, extra;
+  bool causal, mask, key_bias, weights;
+};
+
+void CheckAttention(const AttentionCase& c, uint32_t seed) {
+  SCOPED_TRACE(testing::Message() << "L=" << c.queries << " S=" << c.keys << " qk=" << c.qk_dim
+                                  << " v=" << c.v_dim << " extra=" << c.extra << " causal=" << c.causal
+                                  << " mask=" << c.mask << " kpm=" << c.key_bias << " weights=" << c.weights);
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  // Rows are strided wider than the head, as heads inside projections are.
+  const size_t q_stride = c.qk_dim + 2, k_stride = c.qk_dim + 3, v_stride = c.v_dim + 1;
+  const std::vector<float> q = Random(c.queries * q_stride, seed), k = Random(c.keys * k_stride, seed + 1),
+                           v = Random(c.keys * v_stride, seed + 2), ek = Random(c.extra * c.qk_dim, seed + 3),
+                           ev = Random(c.extra * c.v_dim, seed + 4);
+  std::vector<float> mask = Random(c.queries * c.keys, seed + 5), key_bias(c.keys, 0.0f);
+  for (size_t i = 0; i < mask.size(); i += 5) mask[i] = neg_inf;
+  // Pad every key of the first 64-key tile except key 0 and the last two keys.
+  for (size_t j = 1; j < c.keys && j < 64; ++j) key_bias[j] = neg_inf;
+  if (c.keys > 2) key_bias[c.keys - 1] = 0.5f;
+  AttentionHead h;
+  h.q = q.data();
+  h.q_stride = q_stride;
+  h.k = k.data();
+  h.k_stride = k_stride;
+  h.v = v.data();
+  h.v_stride = v_stride;
+  h.extra_k = ek.data();
+  h.extra_v = ev.data();
+  h.num_extra = c.extra;
+  h.num_queries = c.queries;
+  h.masked_keys = c.keys;
+  h.qk_dim = c.qk_dim;
+  h.v_dim = c.v_dim;
+  h.scale = 0.7f;
+  h.causal = c.causal;
+  if (c.mask) {
+    h.mask = mask.data();
+    h.mask_stride = c.keys;
+  }
+  if (c.key_bias) h.key_bias = key_bias.data();
+  const size_t out_stride = c.v_dim + 3;
+  std::vector<float> out(c.queries * out_stride), weights;
+  h.out = out.data();
+  h.out_stride = out_stride;
+  if (c.weights) {
+    weights.assign(c.queries * h.num_keys(), 0.0f);
+    h.weights = weights.data();
+    h.weights_stride = h.num_keys();
+  }
+  std::vector<float> expected_out, expected_weights;
+  ReferenceAttention(h, &expected_out, &expected_weights);
+  auto scratch = hwy::AllocateAligned<float>(mha::kernels::AttentionScratchSize(h));
+  // Two query ranges, as two threads would split them.
+  const size_t split = c.queries / 2;
+  mha::kernels::Attention(h, 0, split, scratch.get());
+  mha::kernels::Attention(h, split, c.queries, scratch.get());
+  std::vector<float> actual(c.queries * c.v_dim);
+  for (size_t i = 0; i < c.queries; ++i) {
+    for (size_t e = 0; e < c.v_dim; ++e) actual[i * c.v_dim + e] = out[i * out_stride + e];
+  }
+  ExpectNear(actual, expected_out, "output");
+  if (c.weights) ExpectNear(weights, expected_weights, "weights");
+}
+
+TEST_P(KernelTest, AttentionMatchesReference) {
+  uint32_t seed = 10;
+  for (bool weights : {false, true}) {
+    for (const AttentionCase& c : std::vector<AttentionCase>{
+             {1, 1, 1, 1, 0, false, false, false, weights},
+             {7, 7, 3, 5, 0, true, false, false, weights},
+             {17, 65, 8, 8, 0, false, true, false, weights},
+             {65, 63, 16, 4, 0, true, false, true, weights},
+             {130, 130, 64, 64, 0, true, true, true, weights},
+             {9, 70, 80, 17, 1, false, false, true, weights},
+             {5, 3, 2, 3, 2, true, true, true, weights},
+             {70, 129, 5, 128, 2, true, false, true, weights},
+         }) {
+      CheckAttention(c, seed++);
+    }
+  }
+}
+
+TEST_P(KernelTest, FullyMaskedRowIsNaN) {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  for (bool weights : {false, true}) {
+    const std::vector<float> q = Random(2 * 4, 1), k = Random(3 * 4, 2), v = Random(3 * 4, 3);
+    const std::vector<float> mask = {neg_inf, neg_inf, neg_inf, 0.0f, neg_inf, 0.0f};
+    AttentionHead h;
+    h.q = q.data();
+    h.q_stride = h.k_stride = h.v_stride = h.out_stride = 4;
+    h.k = k.data();
+    h.v = v.data();
+    h.num_queries = 2;
+    h.masked_keys = 3;
+    h.qk_dim = h.v_dim = 4;
+    h.mask = mask.data();
+    h.mask_stride = 3;
+    std::vector<float> out(8), w(6);
+    if (weights) {
+      h.weights = w.data();
+      h.weights_stride = 3;
+    }
+    h.out = out.data();
+    auto scratch = hwy::AllocateAligned<float>(mha::kernels::AttentionScratchSize(h));
+    mha::kernels::Attention(h, 0, 2, scratch.get());
+    for (size_t e = 0; e < 4; ++e) {
+      EXPECT_TRUE(std::isnan(out[e])) << e;
+      EXPECT_FALSE(std::isnan(out[4 + e])) << e;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mha_test

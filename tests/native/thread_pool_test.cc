@@ -1,0 +1,42 @@
+#include "src/thread_pool.h"
+
+#include <atomic>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace mha_test {
+namespace {
+
+TEST(ThreadPoolTest, CoversEveryIndexOnceWithDisjointRanges) {
+  for (size_t threads : {1, 2, 3, 8}) {
+    mha::ThreadPool pool(threads);
+    EXPECT_EQ(pool.num_threads(), threads);
+    for (size_t n : {0, 1, 2, 7, 100}) {
+      std::vector<std::atomic<int>> hits(n);
+      std::atomic<size_t> max_thread{0};
+      pool.ParallelFor(n, [&](size_t begin, size_t end, size_t thread) {
+        for (size_t i = begin; i < end; ++i) hits[i]++;
+        size_t seen = max_thread.load();
+        while (thread > seen && !max_thread.compare_exchange_weak(seen, thread)) {
+        }
+      });
+      for (size_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+      EXPECT_LT(max_thread.load(), threads);
+    }
+  }
+}
+
+TEST(ThreadPoolTest, ManyCallsReuseTheSameThreads) {
+  mha::ThreadPool pool(2);
+  std::atomic<long> sum{0};
+  for (int call = 0; call < 2000; ++call) {
+    pool.ParallelFor(10, [&](size_t begin, size_t end, size_t) {
+      for (size_t i = begin; i < end; ++i) sum += static_cast<long>(i);
+    });
+  }
+  EXPECT_EQ(sum.load(), 2000L * 45);
+}
+
+}  // namespace
+}  // namespace mha_test
