@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -68,6 +69,17 @@ val ShapeToJS(const Shape& shape) {
   val dims = val::array();
   for (int64_t dim : shape) dims.call<void>("push", static_cast<double>(dim));
   return dims;
+}
+
+val SpecsToJS(const std::vector<ParameterSpec>& specs) {
+  val list = val::array();
+  for (const ParameterSpec& spec : specs) {
+    val entry = val::object();
+    entry.set("name", spec.name);
+    entry.set("shape", ShapeToJS(spec.shape));
+    list.call<void>("push", entry);
+  }
+  return list;
 }
 
 // {ptr, shape}
@@ -132,20 +144,16 @@ class MultiheadAttentionBinding {
   }
 
   // [{name, shape}] in state_dict order.
-  val parameters() const {
-    val list = val::array();
-    for (const ParameterSpec& spec : module_->Parameters()) {
-      val entry = val::object();
-      entry.set("name", spec.name);
-      entry.set("shape", ShapeToJS(spec.shape));
-      list.call<void>("push", entry);
-    }
-    return list;
-  }
+  val parameters() const { return SpecsToJS(module_->Parameters()); }
 
-  int loadParameter(const std::string& name, const val& tensor, CallResult& result) {
-    const TensorView view = TensorFrom(tensor);
-    return result.Record(module_->LoadParameter(name, view.data, view.shape));
+  // entries: [{name, ptr, shape}], names with `prefix`.
+  int loadStateDict(const val& entries, const std::string& prefix, CallResult& result) {
+    std::map<std::string, TensorView> tensors;
+    const int length = entries["length"].as<int>();
+    for (int i = 0; i < length; ++i) {
+      tensors[entries[i]["name"].as<std::string>()] = TensorFrom(entries[i]);
+    }
+    return result.Record(module_->LoadStateDict(tensors, prefix));
   }
 
   int loadSafetensors(uintptr_t bytes, size_t size, const std::string& prefix,
@@ -209,7 +217,7 @@ EMSCRIPTEN_BINDINGS(mha) {
       .constructor<>()
       .function("create", &MultiheadAttentionBinding::create)
       .function("parameters", &MultiheadAttentionBinding::parameters)
-      .function("loadParameter", &MultiheadAttentionBinding::loadParameter)
+      .function("loadStateDict", &MultiheadAttentionBinding::loadStateDict)
       .function("loadSafetensors", &MultiheadAttentionBinding::loadSafetensors)
       .function("forward", &MultiheadAttentionBinding::forward);
 }

@@ -74,9 +74,11 @@ export class MultiheadAttention {
     return this.binding;
   }
 
-  // state_dict: {name: Float32Array | {data, shape}} with PyTorch names, all
-  // of them (with `prefix` prepended); other keys are an error unless a
-  // prefix selects a sub-module of a larger state_dict.
+  // state_dict: {name: Float32Array | {data, shape}} with PyTorch names (with
+  // `prefix` prepended): all of `parameters`, where in_proj_weight and
+  // q/k/v_proj_weight may stand for each other when kdim == vdim == embedDim
+  // (give those as {data, shape}). Keys without the prefix are ignored. The
+  // core checks names, shapes and that nothing is missing.
   loadStateDict(stateDict, options) {
     const name = 'loadStateDict';
     const binding = this.checkAlive(name);
@@ -85,24 +87,11 @@ export class MultiheadAttention {
       throw new MHAError(`${name}: expected an object {name: tensor}, received ` +
                          describe(stateDict));
     }
-    const expected = new Map(this.parameters.map((p) => [prefix + p.name, p]));
-    for (const key of Object.keys(stateDict)) {
-      if (!expected.has(key) && (prefix === '' || key.startsWith(prefix))) {
-        throw new MHAError(`${name}: unexpected parameter '${key}', expected only ` +
-                           [...expected.keys()].join(', '));
-      }
-    }
-    const missing = [...expected.keys()].filter((key) => !(key in stateDict));
-    if (missing.length > 0) {
-      throw new MHAError(`${name}: missing parameter ${missing.map((k) => `'${k}'`).join(', ')}` +
-                         `; expected ${[...expected.keys()].join(', ')}`);
-    }
-    const tensors = [...expected].map(([key, spec]) =>
-      [spec.name, checkParameter(stateDict[key], key, spec.shape)]);
-    for (const [paramName, tensor] of tensors) {
-      callCore(this.wasm, name, (heap, result) =>
-        binding.loadParameter(paramName, heap.describe(tensor), result));
-    }
+    const shapes = new Map(this.parameters.map((p) => [prefix + p.name, p.shape]));
+    const entries = Object.keys(stateDict).filter((key) => key.startsWith(prefix))
+      .map((key) => [key, checkParameter(stateDict[key], key, shapes.get(key))]);
+    callCore(this.wasm, name, (heap, result) => binding.loadStateDict(
+      entries.map(([key, tensor]) => ({ name: key, ...heap.describe(tensor) })), prefix, result));
   }
 
   // bytes: the contents of a .safetensors file (F32, F16 or BF16 tensors).

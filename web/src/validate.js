@@ -115,24 +115,20 @@ export function checkMask(mask, name) {
 }
 
 // A state_dict entry: a Float32Array of the expected shape, or a tensor.
-// Checked in full here so that loading a state_dict is all or nothing.
+// A state_dict entry: a tensor, or a bare Float32Array when the parameter's
+// shape is known (`expectedShape`, undefined for other names).
 export function checkParameter(value, name, expectedShape) {
-  if (value instanceof Float32Array) {
+  if (value instanceof Float32Array && expectedShape !== undefined) {
     checkElementCount(value, expectedShape, name);
     return { data: value, shape: expectedShape };
   }
   if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) {
-    throw new MHAError(`${name}: expected a Float32Array or a tensor {data, shape} of shape ` +
-                       `${shapeString(expectedShape)}, received ${describe(value)}`);
+    const expected = expectedShape === undefined
+      ? 'a tensor {data, shape}'
+      : `a Float32Array or a tensor {data, shape} of shape ${shapeString(expectedShape)}`;
+    throw new MHAError(`${name}: expected ${expected}, received ${describe(value)}`);
   }
-  checkTensor(value, name);
-  const sameShape = value.shape.length === expectedShape.length &&
-    value.shape.every((dim, i) => dim === expectedShape[i]);
-  if (!sameShape) {
-    throw new MHAError(`${name}: expected shape ${shapeString(expectedShape)}, received ` +
-                       shapeString(value.shape));
-  }
-  return value;
+  return checkTensor(value, name);
 }
 
 export function checkBytes(bytes, name) {
