@@ -15,6 +15,7 @@
 #define MHA_SRC_KERNELS_FLASH_ATTENTION_INL_H_
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -130,19 +131,35 @@ inline void ScoreBlock(const AttentionHead& h, size_t i0, size_t rows, size_t j0
   }
 }
 
-// acc[0, v_pad) = acc * corr + sum_c p[c] * vt[c].
-inline void AccumulateValues(const float* HWY_RESTRICT p, size_t cols,
-                             const float* HWY_RESTRICT vt, size_t v_pad, float corr,
-                             float* HWY_RESTRICT acc) {
+// For r < rows (<= kQueryBlock): acc_r = acc_r * corr[r] + sum_c p_r[c] * vt[c],
+// where p_r = p + r * p_stride and acc_r = acc + r * v_pad. Each loaded V
+// vector feeds four rows. Missing rows repeat the last and are not stored.
+inline void AccumulateBlock(const float* HWY_RESTRICT p, size_t p_stride, size_t rows,
+                            size_t cols, const float* HWY_RESTRICT vt, size_t v_pad,
+                            const float* HWY_RESTRICT corr, float* HWY_RESTRICT acc) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
-  const auto vcorr = hn::Set(d, corr);
+  const size_t r1 = rows > 1 ? 1 : 0, r2 = rows > 2 ? 2 : rows - 1, r3 = rows > 3 ? 3 : rows - 1;
+  const float* p0 = p;
+  const float* p1 = p + r1 * p_stride;
+  const float* p2 = p + r2 * p_stride;
+  const float* p3 = p + r3 * p_stride;
   for (size_t e = 0; e < v_pad; e += lanes) {
-    auto a = hn::Mul(hn::LoadU(d, acc + e), vcorr);
+    auto a0 = hn::Mul(hn::LoadU(d, acc + e), hn::Set(d, corr[0]));
+    auto a1 = hn::Mul(hn::LoadU(d, acc + r1 * v_pad + e), hn::Set(d, corr[r1]));
+    auto a2 = hn::Mul(hn::LoadU(d, acc + r2 * v_pad + e), hn::Set(d, corr[r2]));
+    auto a3 = hn::Mul(hn::LoadU(d, acc + r3 * v_pad + e), hn::Set(d, corr[r3]));
     for (size_t c = 0; c < cols; ++c) {
-      a = hn::MulAdd(hn::Set(d, p[c]), hn::LoadU(d, vt + c * v_pad + e), a);
+      const auto v = hn::LoadU(d, vt + c * v_pad + e);
+      a0 = hn::MulAdd(hn::Set(d, p0[c]), v, a0);
+      a1 = hn::MulAdd(hn::Set(d, p1[c]), v, a1);
+      a2 = hn::MulAdd(hn::Set(d, p2[c]), v, a2);
+      a3 = hn::MulAdd(hn::Set(d, p3[c]), v, a3);
     }
-    hn::StoreU(a, d, acc + e);
+    hn::StoreU(a0, d, acc + e);
+    if (rows > 1) hn::StoreU(a1, d, acc + v_pad + e);
+    if (rows > 2) hn::StoreU(a2, d, acc + 2 * v_pad + e);
+    if (rows > 3) hn::StoreU(a3, d, acc + 3 * v_pad + e);
   }
 }
 
@@ -191,18 +208,21 @@ inline void FlashChunk(const AttentionHead& h, size_t i_begin, size_t i_end, flo
       const size_t rows = HWY_MIN(kQueryBlock, i_end - i0);
       if (h.causal && !tile_has_extra && j0 > i0 + rows - 1) continue;
       ScoreBlock(h, i0, rows, j0, cols, kt, tile, scores);
+      float corr[kQueryBlock];
       for (size_t r = 0; r < rows; ++r) {
         const size_t local = i0 - i_begin + r;
         float* p = scores + r * tile;
-        const float tile_max = RowMax(p, cols);
-        const float new_max = HWY_MAX(row_max[local], tile_max);
-        if (new_max == kNegInf) continue;  // nothing attendable yet
-        const float corr = std::exp(row_max[local] - new_max);
-        const float sum = ExpShiftSum(p, cols, new_max);
-        row_sum[local] = row_sum[local] * corr + sum;
+        const float new_max = HWY_MAX(row_max[local], RowMax(p, cols));
+        if (new_max == kNegInf) {  // nothing attendable yet: contributes nothing
+          std::fill(p, p + cols, 0.0f);
+          corr[r] = 1.0f;
+          continue;
+        }
+        corr[r] = std::exp(row_max[local] - new_max);
+        row_sum[local] = row_sum[local] * corr[r] + ExpShiftSum(p, cols, new_max);
         row_max[local] = new_max;
-        AccumulateValues(p, cols, vt, v_pad, corr, acc + local * v_pad);
       }
+      AccumulateBlock(scores, tile, rows, cols, vt, v_pad, corr, acc + (i0 - i_begin) * v_pad);
     }
   }
   for (size_t r = 0; r < n; ++r) {
@@ -238,9 +258,11 @@ inline void WeightsChunk(const AttentionHead& h, size_t i_begin, size_t i_end, f
   for (size_t j0 = 0; j0 < num_keys; j0 += tile) {
     const size_t cols = HWY_MIN(tile, num_keys - j0);
     PadValueTile(h, j0, cols, v_pad, vt);
-    for (size_t i = i_begin; i < i_end; ++i) {
-      AccumulateValues(h.weights + i * h.weights_stride + j0, cols, vt, v_pad, 1.0f,
-                       acc + (i - i_begin) * v_pad);
+    const float ones[kQueryBlock] = {1.0f, 1.0f, 1.0f, 1.0f};
+    for (size_t i0 = i_begin; i0 < i_end; i0 += kQueryBlock) {
+      AccumulateBlock(h.weights + i0 * h.weights_stride + j0, h.weights_stride,
+                      HWY_MIN(kQueryBlock, i_end - i0), cols, vt, v_pad, ones,
+                      acc + (i0 - i_begin) * v_pad);
     }
   }
   for (size_t i = i_begin; i < i_end; ++i) WriteOutputRow(h, i, acc + (i - i_begin) * v_pad, 1.0f);
