@@ -96,3 +96,17 @@ export async function saveScreenshot(page, name) {
   await page.screenshot({ path, fullPage: true });
   return path;
 }
+
+// A fixture's F32 tensor read straight from the file (independently of the page's reader).
+export function readFixtureTensor(bytes, name) {
+  const headerLength = Number(bytes.readBigUInt64LE(0));
+  const header = JSON.parse(bytes.subarray(8, 8 + headerLength).toString('utf8'));
+  const entry = header[name];
+  if (!entry) return null;
+  if (entry.dtype !== 'F32') throw new Error(`${name}: expected F32, found ${entry.dtype}`);
+  const [begin, end] = entry.data_offsets;
+  const raw = bytes.subarray(8 + headerLength + begin, 8 + headerLength + end);
+  const data = new Float32Array(raw.length / 4);
+  for (let i = 0; i < data.length; i++) data[i] = raw.readFloatLE(4 * i);
+  return { data, shape: entry.shape };
+}

@@ -61,7 +61,7 @@ export function drawHeatmap(canvas, values, rows, cols, { scale, range, cellWidt
 }
 
 // A horizontal colour bar with its limits, drawn into `element` (a container).
-export function drawLegend(element, { scale, range, label }) {
+export function drawLegend(element, { scale, range, label, hasNaN }) {
   const stops = COLOUR_SCALES[scale];
   const gradient = stops.map((_, i) => cssColour(stops, i / (stops.length - 1))).join(', ');
   const format = (v) => (Math.abs(v) >= 100 || (Math.abs(v) < 0.01 && v !== 0) ? v.toExponential(1) : v.toFixed(2));
@@ -70,7 +70,7 @@ export function drawLegend(element, { scale, range, label }) {
     <span class="legend-value">${format(range[0])}</span>
     <span class="legend-bar" style="background: linear-gradient(to right, ${gradient})"></span>
     <span class="legend-value">${format(range[1])}</span>
-    <span class="legend-nan" title="not a number: every key of that query is masked">NaN</span>`;
+    ${hasNaN ? '<span class="legend-nan" title="not a number: every key of that query is masked">NaN</span>' : ''}`;
 }
 
 // The cell under a pointer event on a heatmap canvas, or null when outside.

@@ -288,8 +288,10 @@ function watchDragAndDrop() {
 function setUpThreads() {
   const slider = byId('threads');
   const cores = navigator.hardwareConcurrency || 1;
+  // ?threads=N picks the starting count (clamped to the cores there are), e.g. for shared links.
+  const requested = Number(new URLSearchParams(location.search).get('threads'));
   slider.max = String(cores);
-  slider.value = String(cores);
+  slider.value = String(Number.isInteger(requested) && requested >= 1 ? Math.min(requested, cores) : cores);
   byId('threads-value').textContent = slider.value;
   if (!self.crossOriginIsolated) {
     slider.disabled = true;

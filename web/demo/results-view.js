@@ -63,8 +63,9 @@ function renderWeights({ view, headNames }, weights, n, tooltip) {
   }
   note.hidden = true;
   const maps = weightMaps(view, weights, headNames, n);
-  const range = scaleRange(maps.flatMap((m) => [...m.values]), 'sequential');
-  drawLegend(byId('weights-legend'), { scale: 'sequential', range, label: 'weight' });
+  const values = maps.flatMap((m) => [...m.values]);
+  const range = scaleRange(values, 'sequential');
+  drawLegend(byId('weights-legend'), { scale: 'sequential', range, label: 'weight', hasNaN: values.some(Number.isNaN) });
   const longest = Math.max(view.queryLength, view.keyLength);
   const cell = clamp(Math.floor((maps.length > 3 ? 240 : 320) / longest), 1, 24);
   for (const map of maps) {
@@ -87,7 +88,7 @@ function renderWeights({ view, headNames }, weights, n, tooltip) {
 function renderOutput({ view }, output, n, tooltip) {
   const values = outputMatrix(view, output, n);
   const range = scaleRange(values, 'diverging');
-  drawLegend(byId('output-legend'), { scale: 'diverging', range, label: 'value' });
+  drawLegend(byId('output-legend'), { scale: 'diverging', range, label: 'value', hasNaN: values.some(Number.isNaN) });
   const canvas = byId('output-canvas');
   const cellWidth = clamp(Math.floor(720 / view.embedDim), 1, 18);
   const cellHeight = clamp(Math.floor(280 / view.queryLength), 2, 18);

@@ -1,0 +1,165 @@
+// The demo page in Chromium, served cross-origin isolated: threaded engine, fixtures loaded
+// through the page's file input, the readable preset, mask painting, error messages.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { compareTensors } from '../../web/demo/compare.js';
+import {
+  ROOT, launchBrowser, openDemo, parseTensor, readFixtureTensor, resultState, runAfter, saveScreenshot, startServer,
+} from './harness.mjs';
+
+// Fixtures that take different paths through the page: masks of both kinds, cross-attention with
+// kdim and batch_first, F16 parameters, rows whose keys are all masked (NaN), per-head weights.
+const FIXTURES = [
+  'e16_h2_l7_bool_kpm_float_mask2d',
+  'cross_e16_h4_l17_s7_kdim8_batch_first_kpm',
+  'param_f16_e16_h2_l7_bool_kpm',
+  'fully_masked_bool_mask2d_per_head',
+  'unbatched_e16_h2_l7_float_mask3d',
+];
+
+let server;
+let browser;
+let page;
+let consoleErrors;
+
+before(async () => {
+  server = await startServer({ isolated: true });
+  browser = await launchBrowser();
+  ({ page, consoleErrors } = await openDemo(browser.context, `${server.url}?threads=2`));
+});
+
+after(async () => {
+  await browser?.close();
+  server?.stop();
+});
+
+const chooseRadio = (name, value) => page.locator(`label:has(input[name="${name}"][value="${value}"])`).click();
+// Changes settings, then presses Run, so a run follows even when nothing changed.
+const applyAndRun = (action) => runAfter(page, async () => {
+  await action();
+  await page.locator('#run').click();
+});
+
+test('the page loads without console errors, isolated, on the threaded build with 2 threads', async () => {
+  const state = await resultState(page);
+  assert.equal(state.state, 'done', state.error);
+  assert.deepEqual(consoleErrors, []);
+  assert.equal(await page.evaluate(() => self.crossOriginIsolated), true);
+  assert.equal(state.isolated, 'true');
+  assert.equal(state.build, 'simd-threaded');
+  assert.equal(state.threads, '2');
+  assert.match(await page.locator('#badge-build').textContent(), /simd-threaded/);
+});
+
+test('the readable preset heads attend to the previous, first, same and next token', async () => {
+  const { weights: json } = await resultState(page);
+  const weights = parseTensor(json);
+  const [, heads, l, s] = weights.shape;
+  assert.deepEqual(weights.shape, [1, 4, 12, 12]);
+  const targets = [(i) => Math.max(i - 1, 0), () => 0, (i) => i, (i) => Math.min(i + 1, s - 1)];
+  for (let h = 0; h < heads; h++) {
+    for (let i = 0; i < l; i++) {
+      const row = weights.data.slice((h * l + i) * s, (h * l + i + 1) * s);
+      const best = row.indexOf(Math.max(...row));
+      assert.equal(best, targets[h](i), `head ${h}, query ${i}: attends key ${best}`);
+    }
+  }
+});
+
+for (const name of FIXTURES) {
+  test(`fixture ${name} loaded through the file input matches PyTorch`, async () => {
+    const path = join(ROOT, 'tests/fixtures', `${name}.safetensors`);
+    const bytes = readFileSync(path);
+    const state = await runAfter(page, () => page.setInputFiles('#weights-file', path));
+    const output = compareTensors(parseTensor(state.output), readFixtureTensor(bytes, 'expected.output'));
+    assert.ok(output.ok, `output: ${output.message}`);
+    const expectedWeights = readFixtureTensor(bytes, 'expected.weights');
+    if (expectedWeights) {
+      const weights = compareTensors(parseTensor(state.weights), expectedWeights);
+      assert.ok(weights.ok, `weights: ${weights.message}`);
+    }
+    assert.match(await page.locator('#stat-check').textContent(), /matches/);
+  });
+}
+
+for (const maskType of ['bool', 'additive']) {
+  test(`painting a ${maskType} mask cell makes that weight 0`, async () => {
+    const before = await applyAndRun(async () => {
+      await chooseRadio('source', 'random');
+      await page.locator('#embed-dim').fill('32');
+      await page.locator('#batch').fill('2');
+      await page.locator('#causal').uncheck();
+      await page.locator('#key-padding').uncheck();
+      await page.locator('#need-weights').check();
+      await chooseRadio('average', 'per-head');
+      await page.locator('#custom-mask').check();
+      await page.locator('#mask-type').selectOption(maskType);
+    });
+    const [row, col] = [5, 2];
+    const index = (w, n, h) => ((n * w.shape[1] + h) * w.shape[2] + row) * w.shape[3] + col;
+    const weightsBefore = parseTensor(before.weights);
+    assert.ok(weightsBefore.data[index(weightsBefore, 1, 0)] > 0, 'the cell starts with a nonzero weight');
+
+    const canvas = page.locator('#mask-canvas');
+    const box = await canvas.boundingBox();
+    const [rows, cols] = await canvas.evaluate(() => [Number(document.getElementById('query-length').value), Number(document.getElementById('key-length').value)]);
+    const after = await runAfter(page, () =>
+      canvas.click({ position: { x: ((col + 0.5) * box.width) / cols, y: ((row + 0.5) * box.height) / rows } }));
+
+    const weights = parseTensor(after.weights);
+    const [batch, heads, , s] = weights.shape;
+    for (let n = 0; n < batch; n++) {
+      for (let h = 0; h < heads; h++) {
+        assert.equal(weights.data[index(weights, n, h)], 0, `batch ${n} head ${h}`);
+        const start = index(weights, n, h) - col;
+        const rowSum = weights.data.slice(start, start + s).reduce((a, b) => a + b, 0);
+        assert.ok(Math.abs(rowSum - 1) < 1e-5, `row still sums to 1, got ${rowSum}`);
+      }
+    }
+    assert.ok(weights.data[index(weights, 0, 0) + 1] > 0, 'the next cell is not masked');
+    await applyAndRun(() => page.locator('#mask-clear').click());
+  });
+}
+
+test('bad settings and bad files show a message, and the page recovers', async () => {
+  const { runs } = await resultState(page);
+  await page.locator('#heads').fill('5');
+  await page.waitForFunction((r) => Number(document.getElementById('result').dataset.runs) > r, runs);
+  assert.match(await page.locator('#message').textContent(), /heads \(5\) must divide embed dim \(32\)/);
+
+  await page.setInputFiles('#weights-file', { name: 'notes.safetensors', mimeType: 'application/octet-stream', buffer: Buffer.from('not a tensor file') });
+  await page.waitForFunction(() => /notes\.safetensors/.test(document.getElementById('message').textContent));
+  assert.match(await page.locator('#message').textContent(), /Could not use notes\.safetensors: not a \.safetensors file/);
+
+  const state = await runAfter(page, () => page.locator('#heads').fill('4'));
+  assert.equal(state.error, '');
+  assert.equal(await page.locator('#message').isHidden(), true);
+  assert.deepEqual(consoleErrors, []);
+});
+
+test('a screenshot after a run is saved', async () => {
+  await applyAndRun(async () => {
+    await chooseRadio('source', 'preset');
+    await chooseRadio('attention', 'self');
+    await page.locator('#embed-dim').fill('64');
+    await page.locator('#batch').fill('1');
+    await page.locator('#query-length').fill('16');
+    await page.locator('#causal').check();
+    await page.locator('#custom-mask').check();
+    await page.locator('#mask-type').selectOption('bool');
+  });
+  const canvas = page.locator('#mask-canvas');
+  const box = await canvas.boundingBox();
+  const cell = box.width / 16;
+  await runAfter(page, async () => {
+    await page.mouse.move(box.x + cell * 0.5, box.y + cell * 10.5);
+    await page.mouse.down();
+    await page.mouse.move(box.x + cell * 0.5, box.y + cell * 15.5, { steps: 6 });
+    await page.mouse.up();
+  });
+  await page.locator('#weights-maps canvas').first().hover({ position: { x: 30, y: 60 } });
+  const path = await saveScreenshot(page, 'demo.png');
+  assert.ok(readFileSync(path).length > 10_000, 'the screenshot has content');
+});
