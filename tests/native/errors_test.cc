@@ -3,12 +3,12 @@
 #include <cstring>
 #include <limits>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "src/multihead_attention.h"
+#include "tests/native/reference.h"
 
 namespace mha_test {
 namespace {
@@ -19,14 +19,6 @@ using mha::Status;
 using mha::TensorView;
 
 constexpr int64_t kE = 8, kH = 2, kL = 3, kN = 2, kS = 5;
-
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 void ExpectError(const Status& status, const std::vector<std::string>& fragments) {
   ASSERT_FALSE(status.ok());
@@ -43,14 +35,14 @@ class ErrorsTest : public ::testing::Test {
     config.embed_dim = kE;
     config.num_heads = kH;
     ASSERT_TRUE(mha::MultiheadAttention::Create(config, &module_).ok());
-    in_w_ = Random(3 * kE * kE, 1);
-    in_b_ = Random(3 * kE, 2);
-    out_w_ = Random(kE * kE, 3);
-    out_b_ = Random(kE, 4);
+    in_w_ = RandomVector(3 * kE * kE, 1);
+    in_b_ = RandomVector(3 * kE, 2);
+    out_w_ = RandomVector(kE * kE, 3);
+    out_b_ = RandomVector(kE, 4);
     LoadAll();
-    query_ = Random(kL * kN * kE, 5);
-    key_ = Random(kS * kN * kE, 6);
-    value_ = Random(kS * kN * kE, 7);
+    query_ = RandomVector(kL * kN * kE, 5);
+    key_ = RandomVector(kS * kN * kE, 6);
+    value_ = RandomVector(kS * kN * kE, 7);
     ASSERT_TRUE(Valid(&expected_).ok());
   }
 
@@ -233,7 +225,7 @@ TEST_F(ErrorsTest, RequestTooLargeForMemory) {
 }
 
 TEST(SdpaErrors, ShapesAndMasks) {
-  const std::vector<float> q = Random(2 * 3 * 4, 1), k = Random(2 * 5 * 4, 2), v = Random(2 * 5 * 6, 3);
+  const std::vector<float> q = RandomVector(2 * 3 * 4, 1), k = RandomVector(2 * 5 * 4, 2), v = RandomVector(2 * 5 * 6, 3);
   mha::Tensor out;
   mha::SdpaOptions o;
   ExpectError(mha::ScaledDotProductAttention({q.data(), {2, 3, 4}}, {k.data(), {2, 5, 3}},

@@ -3,7 +3,6 @@
 // the weights path.
 #include <cmath>
 #include <limits>
-#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -16,14 +15,6 @@ namespace mha_test {
 namespace {
 
 using mha::kernels::AttentionHead;
-
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 void ExpectNear(const std::vector<float>& actual, const std::vector<float>& expected,
                 const char* what) {
@@ -46,7 +37,7 @@ TEST_P(KernelTest, GemmMatchesReferenceOnTilesAndTails) {
     for (size_t n : {size_t{1}, size_t{7}, width - 1, width, width + 1, 3 * width + 5}) {
       for (size_t k : {size_t{1}, size_t{3}, size_t{16}, size_t{33}}) {
         SCOPED_TRACE(testing::Message() << "m=" << m << " n=" << n << " k=" << k);
-        const std::vector<float> a = Random(m * k, 1), b = Random(n * k, 2), bias = Random(n, 3);
+        const std::vector<float> a = RandomVector(m * k, 1), b = RandomVector(n * k, 2), bias = RandomVector(n, 3);
         std::vector<float> packed(mha::kernels::PackedBSize(n, k));
         mha::kernels::PackB(b.data(), k, bias.data(), n, k, packed.data());
         // A sentinel column past n must survive: tails store only n columns.
@@ -80,10 +71,10 @@ void CheckAttention(const AttentionCase& c, uint32_t seed) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
   // Rows are strided wider than the head, as heads inside projections are.
   const size_t q_stride = c.qk_dim + 2, k_stride = c.qk_dim + 3, v_stride = c.v_dim + 1;
-  const std::vector<float> q = Random(c.queries * q_stride, seed), k = Random(c.keys * k_stride, seed + 1),
-                           v = Random(c.keys * v_stride, seed + 2), ek = Random(c.extra * c.qk_dim, seed + 3),
-                           ev = Random(c.extra * c.v_dim, seed + 4);
-  std::vector<float> mask = Random(c.queries * c.keys, seed + 5), key_bias(c.keys, 0.0f);
+  const std::vector<float> q = RandomVector(c.queries * q_stride, seed), k = RandomVector(c.keys * k_stride, seed + 1),
+                           v = RandomVector(c.keys * v_stride, seed + 2), ek = RandomVector(c.extra * c.qk_dim, seed + 3),
+                           ev = RandomVector(c.extra * c.v_dim, seed + 4);
+  std::vector<float> mask = RandomVector(c.queries * c.keys, seed + 5), key_bias(c.keys, 0.0f);
   for (size_t i = 0; i < mask.size(); i += 5) mask[i] = neg_inf;
   // Pad every key of the first 64-key tile except key 0 and the last two keys.
   for (size_t j = 1; j < c.keys && j < 64; ++j) key_bias[j] = neg_inf;
@@ -154,7 +145,7 @@ TEST_P(KernelTest, AttentionMatchesReference) {
 TEST_P(KernelTest, FullyMaskedRowIsNaN) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
   for (bool weights : {false, true}) {
-    const std::vector<float> q = Random(2 * 4, 1), k = Random(3 * 4, 2), v = Random(3 * 4, 3);
+    const std::vector<float> q = RandomVector(2 * 4, 1), k = RandomVector(3 * 4, 2), v = RandomVector(3 * 4, 3);
     const std::vector<float> mask = {neg_inf, neg_inf, neg_inf, 0.0f, neg_inf, 0.0f};
     AttentionHead h;
     h.q = q.data();

@@ -2,8 +2,17 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 
 namespace mha_test {
+
+std::vector<float> RandomVector(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
 
 std::vector<float> ReferenceGemm(const std::vector<float>& a, const std::vector<float>& b,
                                  const float* bias, size_t m, size_t n, size_t k) {

@@ -3,11 +3,15 @@
 #define MHA_TESTS_NATIVE_REFERENCE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "src/kernels/kernels.h"
 
 namespace mha_test {
+
+// n floats uniform in [-1, 1), reproducible from `seed`.
+std::vector<float> RandomVector(size_t n, uint32_t seed);
 
 // c (m x n) = a (m x k) * b^T (b is n x k) + bias (n, may be null), in double.
 std::vector<float> ReferenceGemm(const std::vector<float>& a, const std::vector<float>& b,
