@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# Everything `npm test` runs: setup, native build + ctest.
+# Everything `npm test` runs: setup, native build + ctest, WASM build + JS tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
 bash scripts/build_native.sh
 (cd build/native && ctest --output-on-failure -j "$(nproc)")
+
+# JS: dependencies when missing or stale, the WASM builds (incremental: only
+# what changed since dist/ was made is rebuilt), then the node:test suites.
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+fi
+bash scripts/build_wasm.sh
+node --test tests/js/
