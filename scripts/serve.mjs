@@ -104,6 +104,12 @@ const server = createServer((request, response) => {
   });
 });
 
+server.on('error', (error) => {
+  const hint = error.code === 'EADDRINUSE' ? ` (port ${port} is taken: pass --port N or set PORT)` : '';
+  console.error(`serve: ${error.message}${hint}`);
+  process.exit(1);
+});
+
 server.listen(port, '127.0.0.1', () => {
   const { port: actualPort } = server.address();
   const mode = isolated ? 'cross-origin isolated (COOP/COEP on)' : 'NOT isolated (COOP/COEP off)';

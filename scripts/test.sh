@@ -14,3 +14,7 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
 fi
 bash scripts/build_wasm.sh
 node --test tests/js/
+
+# Browser end-to-end tests of the demo page (Debian's Chromium driven by playwright-core), on the
+# packages and WASM build installed above.
+node --test tests/e2e/
