@@ -21,13 +21,18 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // 12 chains cover the FMA latency (4) times its throughput (2 per cycle)
 // with room to spare. Returns the FLOPs done; the sum goes to *sink so that
-// nothing is optimised away.
-double FmaChains(size_t iterations, float* sink, const char** target) {
+// nothing is optimised away, and the constants come from the caller so that
+// the compiler cannot fold the chains.
+double FmaChains(size_t iterations, float mul_value, float add_value, float start, float* sink,
+                 const char** target) {
   const hn::ScalableTag<float> d;
-  const auto mul = hn::Set(d, 0.9999f);
-  const auto add = hn::Set(d, 1e-4f);
-  auto a0 = hn::Set(d, 1.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
-  auto a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+  const auto mul = hn::Set(d, mul_value);
+  const auto add = hn::Set(d, add_value);
+  // Distinct starts: identical chains would be merged into one.
+  auto a0 = hn::Set(d, start), a1 = hn::Add(a0, add), a2 = hn::Add(a1, add);
+  auto a3 = hn::Add(a2, add), a4 = hn::Add(a3, add), a5 = hn::Add(a4, add);
+  auto a6 = hn::Add(a5, add), a7 = hn::Add(a6, add), a8 = hn::Add(a7, add);
+  auto a9 = hn::Add(a8, add), a10 = hn::Add(a9, add), a11 = hn::Add(a10, add);
   for (size_t i = 0; i < iterations; ++i) {
     a0 = hn::MulAdd(a0, mul, add);
     a1 = hn::MulAdd(a1, mul, add);
@@ -70,11 +75,13 @@ int main(int argc, char** argv) {
   std::vector<float> sinks(threads * 16);  // a cache line apart
   std::vector<double> flops(threads);
   const char* target = "";
+  volatile float mul = 0.9999f, add = 1e-4f, initial = 1.0f;
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
-      flops[t] = HWY_DYNAMIC_DISPATCH(mha_bench::FmaChains)(kIterations, &sinks[t * 16], &target);
+      flops[t] = HWY_DYNAMIC_DISPATCH(mha_bench::FmaChains)(kIterations, mul, add, initial,
+                                                            &sinks[t * 16], &target);
     });
   }
   for (auto& worker : workers) worker.join();

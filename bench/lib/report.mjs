@@ -1,0 +1,192 @@
+// Renders the results of bench/run.mjs as Markdown: the table, the memory,
+// longest-sequence and SIMD-limit results, and the issue's targets, met or not.
+import { config } from './workloads.mjs';
+
+const MiB = 1 << 20;
+
+const fixed = (value, digits) => value.toFixed(value >= 100 ? 0 : value >= 10 ? 1 : digits);
+
+function describeWorkload(w) {
+  const masks = [w.cross ? 'cross-attention' : 'self-attention'];
+  if (w.causal) masks.push('causal');
+  if (w.kpmLengths) masks.push(`key_padding_mask (lengths ${w.kpmLengths.join(',')})`);
+  if (w.needWeights) masks.push('need_weights (averaged)');
+  return `${w.id}: B=${w.B} L=${w.L} S=${w.S} E=${w.E} H=${w.H}, ${masks.join(', ')}`;
+}
+
+function shortError(error) {
+  return error.length > 60 ? `${error.slice(0, 57)}...` : error;
+}
+
+export function renderReport({ machine, engines, workloads, results, longest, peaks, load, minutes }) {
+  const get = (engine, threads, id) => results[engine]?.[threads]?.[id];
+  const oursOf = (family) => engines.find((e) => e.family === family && e.ours).name;
+  const ratio = (engine, threads, id) => {
+    const ours = get(oursOf(engine.family), threads, id);
+    const peer = get(engine.name, threads, id);
+    return ours?.medianMs && peer?.medianMs ? peer.medianMs / ours.medianMs : undefined;
+  };
+  const lines = [];
+  const out = (line = '') => lines.push(line);
+
+  out('# mha-wasm benchmark');
+  out();
+  out(`${machine.date} · ${machine.cpu}, ${machine.cores} cores · Node ${machine.node} · ` +
+      `commit ${machine.commit} · 1-min load average ${load[0].toFixed(2)} before, ` +
+      `${load[1].toFixed(2)} after · ${minutes.toFixed(1)} min`);
+  out();
+  out('Each cell: median ms of one forward · GFLOP/s (dense FLOPs, masked work counted) · ' +
+      '×ratio = peer ms / ours ms at the same thread count (ours: mha-wasm for the WebAssembly ' +
+      'peers, mha for the native ones; above 1 we are faster).');
+  out();
+  for (const w of workloads) out(`- ${describeWorkload(w)}`);
+  out();
+
+  const header = ['engine', 'threads', ...workloads.map((w) => w.id), 'W6 peak memory',
+    'longest L=S (E=256, H=4, causal)'];
+  out(`| ${header.join(' | ')} |`);
+  out(`|${header.map(() => '---').join('|')}|`);
+  for (const family of ['wasm', 'native']) {
+    out(`| **${family === 'wasm' ? 'WebAssembly in Node' : 'native'}** |${' |'.repeat(header.length - 1)}`);
+    for (const engine of engines.filter((e) => e.family === family)) {
+      for (const threads of [1, 2]) {
+        const cells = [engine.name, String(threads)];
+        for (const w of workloads) {
+          const r = get(engine.name, threads, w.id);
+          if (!engine.threads.includes(threads)) cells.push('n/a');
+          else if (!r) cells.push('');
+          else if (r.error) cells.push(`failed: ${shortError(r.error)}`);
+          else {
+            let cell = `${fixed(r.medianMs, 2)} ms · ${fixed(r.gflops, 1)} GF/s`;
+            const x = engine.ours ? undefined : ratio(engine, threads, w.id);
+            if (x !== undefined) cell += ` · ×${x.toFixed(2)}`;
+            if (r.check && !r.check.ok) cell += ` (output differs: ${r.check.maxAbs.toExponential(1)})`;
+            cells.push(cell);
+          }
+        }
+        const w6 = get(engine.name, threads, 'W6');
+        if (!w6 || w6.error) cells.push('');
+        else if (family === 'wasm') cells.push(`heap ${(w6.heapBytes / MiB).toFixed(0)} MiB`);
+        else cells.push(`RSS ${(w6.maxRssBytes / MiB).toFixed(0)} MiB`);
+        const search = longest?.[engine.name];
+        if (family !== 'wasm' || !search || search.threads !== threads) cells.push('');
+        else {
+          const failed = search.attempts.find((a) => a.error);
+          let cell = search.completed ? String(search.completed) : `none (from ${config.longest.from})`;
+          if (failed) cell += ` (${failed.n}: ${shortError(failed.error)})`;
+          cells.push(cell);
+        }
+        out(`| ${cells.join(' | ')} |`);
+      }
+    }
+  }
+  out();
+  out('Memory: WebAssembly engines report the size of their WebAssembly heap after W6 (the peak: ' +
+      'it never shrinks); native engines the peak RSS of the process that ran W6 (runtime ' +
+      'included). The longest-sequence search doubles L = S from ' +
+      `${config.longest.from} up to ${config.longest.to}, one forward per length in a fresh ` +
+      `process capped at ${config.longest.timeLimitSeconds} s, inside WebAssembly's 4 GiB limit.`);
+  out();
+
+  const blas = Object.values(results.pytorch ?? {}).flatMap((byId) => Object.values(byId))
+    .find((r) => r.blas)?.blas;
+  if (blas) out(`PyTorch ran on ${blas}.`);
+  out();
+
+  out('## Outputs');
+  out();
+  const mismatches = [];
+  let checked = 0;
+  for (const engine of engines) {
+    for (const threads of engine.threads) {
+      for (const w of workloads) {
+        const r = get(engine.name, threads, w.id);
+        if (!r?.check) continue;
+        checked++;
+        if (!r.check.ok) {
+          mismatches.push(`${engine.name} ${threads}t ${w.id} (max |diff| ${r.check.maxAbs.toExponential(1)})`);
+        }
+      }
+    }
+  }
+  out(checked === 0
+    ? 'Not checked: PyTorch did not run.'
+    : `${checked} outputs compared with PyTorch's (1 thread), tolerance 1e-4 abs or 1e-3 rel: ` +
+      (mismatches.length ? `differ: ${mismatches.join('; ')}.` : 'all agree.'));
+  out();
+
+  out('## SIMD limit');
+  out();
+  const gemm = config.gemm;
+  const gemmNote = `forward with B=${gemm.B} L=${gemm.L} S=${gemm.S} E=${gemm.E}: ` +
+    'almost all of its FLOPs are the Q and output projections';
+  for (const [family, peakName] of [['wasm', 'WebAssembly f32x4 mul+add'], ['native', 'native FMA']]) {
+    const familyPeaks = peaks[family];
+    for (const threads of [1, 2]) {
+      const peak = familyPeaks[threads];
+      const probe = get(oursOf(family), threads, gemm.id);
+      let line = `- ${peakName} peak, ${threads} thread${threads > 1 ? 's' : ''}: `;
+      line += peak?.gflops ? `${fixed(peak.gflops, 1)} GF/s${peak.target ? ` (${peak.target})` : ''}` : `not measured${peak?.error ? ` (${peak.error})` : ''}`;
+      line += `; ${oursOf(family)} projection GEMM probe: `;
+      if (probe?.gflops) {
+        line += `${fixed(probe.gflops, 1)} GF/s`;
+        if (peak?.gflops) line += ` = ${((100 * probe.gflops) / peak.gflops).toFixed(0)}% of the peak`;
+      } else line += probe?.error ? `failed (${probe.error})` : 'not measured';
+      out(line);
+    }
+  }
+  out(`- GEMM probe: ${gemmNote}. The peaks are independent mul+add (WebAssembly has no FMA ` +
+      'in SIMD128) or FMA chains on every thread at once (bench/peak, bench/native/fma_peak.cc).');
+  out();
+
+  out('## Targets of issue 5');
+  out();
+  const targets = evaluateTargets(get, longest, peaks);
+  for (const target of targets.filter((t) => t.value !== undefined)) {
+    out(`- ${target.met ? 'met' : 'NOT met'}: ${target.name}: ${target.value.toFixed(2)} (target ${target.goal})`);
+  }
+  const unmeasured = targets.filter((t) => t.value === undefined).map((t) => t.name);
+  if (unmeasured.length) out(`- not measured in this run: ${unmeasured.join('; ')}`);
+  out();
+  return `${lines.join('\n')}\n`;
+}
+
+function evaluateTargets(get, longest, peaks) {
+  const targets = [];
+  const ratioOf = (peer, ours, threads, id) => {
+    const p = get(peer, threads, id);
+    const o = get(ours, threads, id);
+    return p?.medianMs && o?.medianMs ? p.medianMs / o.medianMs : undefined;
+  };
+  const atLeast = (name, value, goal) =>
+    targets.push({ name, value, goal: `>= ${goal}`, met: value >= goal });
+  for (const id of ['W1', 'W3', 'W4', 'W5']) {
+    atLeast(`WASM 2 threads, onnxruntime-web/mha-wasm on ${id}`, ratioOf('onnxruntime-web', 'mha-wasm', 2, id), 1.15);
+  }
+  atLeast('WASM 2 threads, onnxruntime-web/mha-wasm on W2', ratioOf('onnxruntime-web', 'mha-wasm', 2, 'W2'), 1.8);
+  atLeast('WASM 2 threads, onnxruntime-web/mha-wasm on W6', ratioOf('onnxruntime-web', 'mha-wasm', 2, 'W6'), 3);
+  const heap = get('mha-wasm', 2, 'W6')?.heapBytes;
+  targets.push({ name: 'mha-wasm W6 peak heap, MiB', value: heap && heap / MiB, goal: '<= 128',
+    met: heap / MiB <= 128 });
+  atLeast('longest L=S mha-wasm completes', longest?.['mha-wasm']?.completed ?? undefined, 131072);
+  const probe = get('mha-wasm', 1, 'GEMM')?.gflops;
+  const peak = peaks.wasm[1]?.gflops;
+  atLeast('WASM projection GEMM, share of the 1-thread mul+add peak', probe && peak && probe / peak, 0.85);
+  for (const id of ['W2', 'W6']) {
+    const one = get('mha-wasm', 1, id)?.medianMs;
+    const two = get('mha-wasm', 2, id)?.medianMs;
+    atLeast(`mha-wasm speed-up of 2 threads over 1 on ${id}`, one && two && one / two, 1.85);
+  }
+  for (const threads of [1, 2]) {
+    for (const id of ['W1', 'W3', 'W4']) {
+      atLeast(`native ${threads} thread(s), onnxruntime-node/mha on ${id}`, ratioOf('onnxruntime-node', 'mha', threads, id), 1.1);
+    }
+    atLeast(`native ${threads} thread(s), onnxruntime-node/mha on W2`, ratioOf('onnxruntime-node', 'mha', threads, 'W2'), 1.8);
+    for (const w of config.workloads) {
+      const x = ratioOf('pytorch', 'mha', threads, w.id);
+      targets.push({ name: `native ${threads} thread(s), pytorch/mha on ${w.id}`, value: x,
+        goal: '> 1', met: x > 1 });
+    }
+  }
+  return targets;
+}

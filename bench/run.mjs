@@ -1,0 +1,244 @@
+// `npm run bench`: every engine on every workload of bench/workloads.json,
+// 1 and 2 threads, in this one run; prints one Markdown table (stdout) plus
+// the memory, longest-sequence and SIMD-limit results and the issue's targets.
+// Progress goes to stderr. Each measurement runs in a child process of its
+// own with a time cap (bench/child.mjs, bench/native/mha_bench.cc,
+// bench/torch_bench.py), so a failing peer is noted, never fatal.
+//   node bench/run.mjs [workload ids...] [--no-longest]
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  BENCH_DIR, BUILD_DIR, DATA_DIR, ROOT_DIR, config, dataPath, findWorkload, flops, modelPath, readFloats,
+  writeInputs,
+} from './lib/workloads.mjs';
+import { renderReport } from './lib/report.mjs';
+
+const NATIVE_BUILD = path.join(BUILD_DIR, 'native');
+const MHA_BENCH = path.join(NATIVE_BUILD, 'bench/native/mha_bench');
+const FMA_PEAK = path.join(NATIVE_BUILD, 'bench/native/fma_peak');
+const SIMD_PEAK_WASM = path.join(BUILD_DIR, 'simd_peak.wasm');
+const PYTHON = '/usr/bin/python3';
+const THREADS = [1, 2];
+const HAS_AVX512 = fs.readFileSync('/proc/cpuinfo', 'utf8').includes('avx512f');
+// Debian's OpenBLAS built for OpenMP (bench/setup.sh): it shares PyTorch's threads.
+const OPENBLAS_OPENMP = '/usr/lib/x86_64-linux-gnu/openblas-openmp';
+
+function log(message) {
+  process.stderr.write(`[bench] ${message}\n`);
+}
+
+// Runs one child; its last stdout line that is JSON is the result.
+function runChild(command, args, { env = {}, timeoutSeconds = config.timing.childTimeoutSeconds } = {}) {
+  const child = spawnSync(command, args, {
+    cwd: ROOT_DIR,
+    env: { ...process.env, ...env },
+    timeout: timeoutSeconds * 1000,
+    killSignal: 'SIGKILL',
+    maxBuffer: 64 << 20,
+    encoding: 'utf8',
+  });
+  const json = (child.stdout ?? '').trim().split('\n').reverse().find((line) => line.startsWith('{'));
+  if (json) return JSON.parse(json);
+  if (child.error?.code === 'ETIMEDOUT') return { error: `timed out after ${timeoutSeconds} s` };
+  const stderr = (child.stderr ?? '').trim().split('\n').filter(Boolean);
+  const reason = stderr.reverse().find((line) => /error|abort|memory|killed/i.test(line)) ?? stderr[0];
+  return { error: reason ?? `exited with ${child.status ?? child.signal}` };
+}
+
+// key=value arguments of mha_bench and torch_bench.py.
+function nativeArgs(w, threads, runner) {
+  return [
+    `params=${modelPath(w, 'safetensors')}`, `data=${path.join(DATA_DIR, w.id)}`,
+    `out=${dataPath(w.id, `${runner}-${threads}.out.f32`)}`,
+    `B=${w.B}`, `L=${w.L}`, `S=${w.S}`, `E=${w.E}`, `H=${w.H}`, `cross=${+w.cross}`,
+    `causal=${+w.causal}`, `need_weights=${+w.needWeights}`, `kpm=${+Boolean(w.kpmLengths)}`,
+    `threads=${threads}`, `budget_ms=${config.timing.budgetMs}`,
+    `min_reps=${config.timing.minReps}`, `max_reps=${config.timing.maxReps}`,
+  ];
+}
+
+const jsChild = (name) => (w, threads) =>
+  runChild(process.execPath, [path.join(BENCH_DIR, 'child.mjs'), name, String(threads), w.id]);
+
+// family: which engine the ratio divides by (the `ours` of the same family).
+export const ENGINES = [
+  { name: 'mha-wasm', family: 'wasm', ours: true, threads: THREADS, run: jsChild('mha-wasm') },
+  { name: 'onnxruntime-web', family: 'wasm', threads: THREADS, run: jsChild('onnxruntime-web') },
+  // tfjs-backend-wasm turns its threads off in Node.
+  { name: 'tfjs-wasm', family: 'wasm', threads: [1], run: jsChild('tfjs-wasm') },
+  {
+    name: 'mha', family: 'native', ours: true, threads: THREADS,
+    run: (w, threads) => (fs.existsSync(MHA_BENCH)
+      ? runChild(MHA_BENCH, nativeArgs(w, threads, 'mha'))
+      : { error: 'not built (see the cmake step above)' }),
+  },
+  { name: 'onnxruntime-node', family: 'native', threads: THREADS, run: jsChild('onnxruntime-node') },
+  {
+    name: 'pytorch', family: 'native', threads: THREADS,
+    run: (w, threads) => runChild(PYTHON, [path.join(BENCH_DIR, 'torch_bench.py'),
+      ...nativeArgs(w, threads, 'pytorch')], {
+      env: {
+        // Debian's OpenBLAS picks SSE3 kernels on AVX-512 CPUs it does not know.
+        ...(HAS_AVX512 ? { OPENBLAS_CORETYPE: 'SkylakeX' } : {}),
+        ...(fs.existsSync(OPENBLAS_OPENMP) ? { LD_LIBRARY_PATH: OPENBLAS_OPENMP } : {}),
+        OMP_NUM_THREADS: String(threads),
+      },
+    }),
+  },
+];
+
+function ensureModels() {
+  const ids = [...config.workloads, config.gemm].map((w) => w.id);
+  const missing = ids.filter((id) => !fs.existsSync(modelPath({ id }, 'onnx'))
+    || !fs.existsSync(modelPath({ id }, 'safetensors')));
+  if (missing.length === 0) return;
+  log(`exporting ${missing.join(' ')} from PyTorch (bench/export_onnx.py)`);
+  const result = spawnSync(PYTHON, [path.join(BENCH_DIR, 'export_onnx.py'), ...missing], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  if (result.status !== 0) throw new Error('bench/export_onnx.py failed');
+}
+
+function buildNative() {
+  log('building the native benchmarks (cmake, build/bench/native)');
+  const steps = [
+    ['cmake', ['-S', ROOT_DIR, '-B', NATIVE_BUILD, '-DCMAKE_BUILD_TYPE=Release',
+      '-DMHA_BUILD_TESTS=OFF', '-DMHA_BUILD_BENCH=ON']],
+    ['cmake', ['--build', NATIVE_BUILD, '-j', String(os.availableParallelism()),
+      '--target', 'mha_bench', 'fma_peak']],
+  ];
+  for (const [command, args] of steps) {
+    const result = spawnSync(command, args, { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+    if (result.status !== 0) {
+      log(`native build failed: ${result.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+      return;
+    }
+  }
+}
+
+function buildSimdPeak() {
+  const result = spawnSync('emcc', ['-O3', '-msimd128', '--no-entry', '-sSTANDALONE_WASM',
+    '-sEXPORTED_FUNCTIONS=_simd_peak', '-o', SIMD_PEAK_WASM,
+    path.join(BENCH_DIR, 'peak/simd_peak.c')], {
+    env: { ...process.env, NODE_PATH: '/usr/share/nodejs' },  // emcc needs acorn from there
+    encoding: 'utf8',
+  });
+  if (result.status !== 0) log(`emcc simd_peak.c failed: ${(result.stderr ?? result.error).toString().trim()}`);
+}
+
+// Max |a - b| over the output, and whether it is within the DESIGN.md
+// tolerance (abs 1e-4 or rel 1e-3 of the reference, elementwise).
+function compareOutputs(reference, output) {
+  if (reference.length !== output.length) return { maxAbs: Infinity, ok: false };
+  let maxAbs = 0;
+  let ok = true;
+  for (let i = 0; i < reference.length; i++) {
+    const diff = Math.abs(reference[i] - output[i]);
+    if (!(diff <= 1e-4 || diff <= 1e-3 * Math.abs(reference[i]))) ok = false;
+    if (!(diff <= maxAbs)) maxAbs = diff;
+  }
+  return { maxAbs, ok };
+}
+
+function checkOutputs(w, results) {
+  const file = (engine, threads) => dataPath(w.id, `${engine}-${threads}.out.f32`);
+  const reference = fs.existsSync(file('pytorch', 1)) && !results.pytorch?.[1]?.[w.id]?.error
+    ? readFloats(file('pytorch', 1)) : null;
+  if (!reference) return;
+  for (const engine of ENGINES) {
+    for (const threads of engine.threads) {
+      const result = results[engine.name]?.[threads]?.[w.id];
+      if (!result || result.error || !fs.existsSync(file(engine.name, threads))) continue;
+      result.check = compareOutputs(reference, readFloats(file(engine.name, threads)));
+    }
+  }
+}
+
+function measureWorkloads(workloads, results, engines = ENGINES) {
+  for (const w of workloads) {
+    writeInputs(w);
+    for (const threads of THREADS) {
+      for (const engine of engines) {
+        if (!engine.threads.includes(threads)) continue;
+        const result = engine.run(w, threads);
+        result.gflops = result.error ? undefined : flops(w) / (result.medianMs * 1e6);
+        ((results[engine.name] ??= {})[threads] ??= {})[w.id] = result;
+        log(`${w.id} ${engine.name} ${threads}t: ${result.error ?? `${result.medianMs.toFixed(2)} ms`}`);
+      }
+    }
+    checkOutputs(w, results);
+  }
+}
+
+// Doubles L = S from config.longest.from while each WASM engine completes.
+function longestSequence() {
+  const { from, to, timeLimitSeconds } = config.longest;
+  const longest = {};
+  for (const engine of ENGINES.filter((e) => e.family === 'wasm')) {
+    const threads = Math.max(...engine.threads);
+    const entry = { threads, completed: null, attempts: [] };
+    for (let n = from; n <= to; n *= 2) {
+      const result = runChild(process.execPath,
+        [path.join(BENCH_DIR, 'child.mjs'), engine.name, String(threads), `L${n}`],
+        { timeoutSeconds: timeLimitSeconds });
+      entry.attempts.push({ n, ...result });
+      log(`longest ${engine.name} L=S=${n}: ${result.error ?? `${(result.medianMs / 1000).toFixed(1)} s`}`);
+      if (result.error) break;
+      entry.completed = n;
+    }
+    longest[engine.name] = entry;
+  }
+  return longest;
+}
+
+function limits(results) {
+  buildSimdPeak();
+  // A peak is the best of three tries: anything else running only lowers it.
+  const best = (command, args) => [0, 1, 2].map(() => runChild(command, args))
+    .reduce((a, b) => ((b.gflops ?? 0) > (a.gflops ?? 0) ? b : a));
+  const peaks = { wasm: {}, native: {} };
+  for (const threads of THREADS) {
+    if (fs.existsSync(SIMD_PEAK_WASM)) {
+      peaks.wasm[threads] = best(process.execPath,
+        [path.join(BENCH_DIR, 'peak/simd_peak.mjs'), SIMD_PEAK_WASM, String(threads)]);
+    }
+    if (fs.existsSync(FMA_PEAK)) peaks.native[threads] = best(FMA_PEAK, [`threads=${threads}`]);
+  }
+  // The projection GEMM, probed through a forward whose attention is trivial.
+  measureWorkloads([config.gemm], results, ENGINES.filter((e) => e.ours));
+  return peaks;
+}
+
+function machine() {
+  const git = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT_DIR, encoding: 'utf8' });
+  return {
+    cpu: os.cpus()[0]?.model ?? 'unknown CPU',
+    cores: os.availableParallelism(),
+    node: process.version,
+    commit: git.stdout?.trim() || 'unknown',
+    date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+  };
+}
+
+async function main() {
+  const argv = process.argv.slice(2);
+  const ids = argv.filter((a) => !a.startsWith('--'));
+  const workloads = ids.length ? ids.map(findWorkload) : config.workloads;
+  const started = performance.now();
+  const loadBefore = os.loadavg()[0];
+  ensureModels();
+  buildNative();
+  const results = {};
+  measureWorkloads(workloads, results);
+  const longest = argv.includes('--no-longest') ? null : longestSequence();
+  const peaks = limits(results);
+  const report = renderReport({
+    machine: machine(), engines: ENGINES, workloads, results, longest, peaks,
+    load: [loadBefore, os.loadavg()[0]], minutes: (performance.now() - started) / 60000,
+  });
+  process.stdout.write(report);
+}
+
+await main();
