@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build_native.sh
 (cd build/native && ctest --output-on-failure -j "$(nproc)")
+bash scripts/test_sanitized.sh   # the same suites under ASan + UBSan
 
 # JS: dependencies when missing or stale, the WASM builds (incremental: only
 # what changed since dist/ was made is rebuilt), then the node:test suites.

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Native tests under AddressSanitizer + UndefinedBehaviorSanitizer (build/asan).
+# Any report aborts its test, so a passing ctest means zero reports.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# -O1 keeps the sanitized suite fast enough for CI while keeping stacks readable.
+cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMHA_SANITIZE=ON \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" >/dev/null
+cmake --build build/asan -j "$(nproc)"
+
+# allocator_may_return_null: an impossible request must fail like malloc does
+# (the core turns it into an OutOfMemory status), not abort inside ASan.
+export ASAN_OPTIONS="allocator_may_return_null=1:detect_leaks=1:abort_on_error=1:strict_init_order=1:detect_stack_use_after_return=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+(cd build/asan && ctest --output-on-failure -j "$(nproc)")
