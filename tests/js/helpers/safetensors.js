@@ -11,8 +11,9 @@ export function readSafetensors(bytes) {
   for (const [name, entry] of Object.entries(header)) {
     if (name === '__metadata__') continue;
     const [begin, end] = entry.data_offsets;
-    // Copy: the data section is not necessarily 4-byte aligned in `bytes`.
-    const raw = bytes.slice(dataStart + begin, dataStart + end);
+    // A copy (new Uint8Array(view) copies; a Buffer's slice would not): the
+    // data need not be 4-byte aligned in `bytes`.
+    const raw = new Uint8Array(bytes.subarray(dataStart + begin, dataStart + end));
     const data = entry.dtype === 'F32' ? new Float32Array(raw.buffer) : raw;
     tensors[name] = { dtype: entry.dtype, shape: entry.shape, data };
   }

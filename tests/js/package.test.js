@@ -1,0 +1,112 @@
+// The package as users get it: `npm pack`, installed offline into an empty
+// project in a temp dir, then the README's quickstart and PyTorch export path
+// run there, and a TypeScript usage example compiles against the declarations.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, test } from 'node:test';
+import { readSafetensors } from './helpers/safetensors.js';
+import { assertClose } from './helpers/fixtures.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const PYTHON = '/usr/bin/python3';
+
+// The README's code blocks, found by the file name on their first line.
+function readmeBlock(firstLine) {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  for (const [, body] of readme.matchAll(/```\w*\n([\s\S]*?)```/g)) {
+    if (body.split('\n')[0].startsWith(firstLine)) return body;
+  }
+  throw new Error(`README.md has no code block starting with '${firstLine}'`);
+}
+
+function run(command, args, cwd) {
+  return execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+function hasTorch() {
+  try {
+    run(PYTHON, ['-c', 'import torch, numpy'], ROOT);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('npm pack tarball in an empty project', () => {
+  let dir;
+  let project;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'mha-wasm-pack-'));
+    const tarball = run('npm', ['pack', '--silent', '--pack-destination', dir], ROOT).trim()
+      .split('\n').pop();
+    project = join(dir, 'project');
+    mkdirSync(project);
+    writeFileSync(join(project, 'package.json'),
+      JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
+    run('npm', ['install', '--offline', '--no-audit', '--no-fund', join(dir, tarball)], project);
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('ships only the API, the declarations and both builds', () => {
+    const installed = join(project, 'node_modules', 'mha-wasm');
+    for (const file of ['web/src/index.js', 'web/index.d.ts', 'dist/mha-simd.wasm',
+      'dist/mha-simd-threaded.wasm', 'dist/mha-simd-threaded.worker.js']) {
+      assert.ok(existsSync(join(installed, file)), `${file} is in the package`);
+    }
+    assert.ok(!existsSync(join(installed, 'src')), 'no C++ sources in the package');
+    assert.ok(!existsSync(join(installed, 'tests')), 'no tests in the package');
+  });
+
+  test("README quickstart runs as written with import { loadMHA } from 'mha-wasm'", () => {
+    writeFileSync(join(project, 'quickstart.mjs'), readmeBlock('// quickstart.mjs'));
+    const stdout = run('node', ['quickstart.mjs'], project);
+    assert.match(stdout, /build: 'simd-threaded'/);
+    assert.match(stdout, /target: 'WASM'/);
+    assert.match(stdout, /\[ 5, 1, 8 \] \[ 1, 5, 5 \]/);
+  });
+
+  test('README PyTorch export loads in JS and matches PyTorch', { skip: !hasTorch() && 'no torch' },
+    async () => {
+      // The README's export, then PyTorch's output on a random input, saved
+      // with the README's own writer.
+      const check = 'x = torch.randn(7, 1, 16)\n' +
+        'with torch.no_grad():\n' +
+        '    save_safetensors({"x": x, "y": mha(x, x, x)[0]}, "check.safetensors")\n';
+      writeFileSync(join(project, 'export_mha.py'), readmeBlock('# export_mha.py') + check);
+      run(PYTHON, ['export_mha.py'], project);
+
+      writeFileSync(join(project, 'load_mha.mjs'), readmeBlock('// load_mha.mjs'));
+      assert.match(run('node', ['load_mha.mjs'], project), /\[ 7, 1, 16 \]/);
+
+      const { loadMHA } = await import(join(project, 'node_modules/mha-wasm/web/src/index.js'));
+      const lib = await loadMHA();
+      const mha = lib.createMultiheadAttention({ embedDim: 16, numHeads: 2 });
+      mha.loadSafetensors(readFileSync(join(project, 'mha.safetensors')));
+      const { tensors } = readSafetensors(readFileSync(join(project, 'check.safetensors')));
+      const { output } = await mha.forward(tensors.x, tensors.x, tensors.x);
+      assertClose(output, tensors.y, 'PyTorch export');
+      mha.dispose();
+    });
+
+  test('tsc --noEmit accepts the usage example and rejects misuse', () => {
+    writeFileSync(join(project, 'usage.ts'),
+      readFileSync(new URL('./types/usage.ts', import.meta.url)));
+    writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({
+      compilerOptions: {
+        strict: true, noEmit: true, target: 'es2022', module: 'nodenext',
+        moduleResolution: 'nodenext', lib: ['es2022', 'dom'],
+      },
+      files: ['usage.ts'],
+    }));
+    const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+    try {
+      run('node', [tsc, '-p', 'tsconfig.json'], project);
+    } catch (error) {
+      assert.fail(`tsc failed:\n${error.stdout}${error.stderr}`);
+    }
+  });
+});

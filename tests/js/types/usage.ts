@@ -1,0 +1,32 @@
+// Compiled with `tsc --noEmit` against the packed package (package.test.js):
+// the declarations accept the documented API and reject misuse.
+import { loadMHA, MHAError } from 'mha-wasm';
+import type { ForwardResult, MHALibrary, Mask, Tensor } from 'mha-wasm';
+
+export async function usage(): Promise<number> {
+  const lib: MHALibrary = await loadMHA({ threads: 'auto' });
+  const build: 'simd-threaded' | 'simd' = lib.info.build;
+  const mha = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, batchFirst: true });
+  mha.loadStateDict({ 'out_proj.bias': new Float32Array(8) }, { prefix: '' });
+  mha.loadSafetensors(new Uint8Array(0));
+  const x: Tensor = { data: new Float32Array(16), shape: [1, 2, 8] };
+  const mask: Mask = { data: new Uint8Array(2), shape: [1, 2] };
+  const result: ForwardResult = await mha.forward(x, x, x, { keyPaddingMask: mask, isCausal: true });
+  const sdpa: Tensor = await lib.scaledDotProductAttention(x, x, x, { scale: 0.5 });
+  mha.dispose();
+  try {
+    // @ts-expect-error embedDim is required
+    lib.createMultiheadAttention({ numHeads: 2 });
+    // @ts-expect-error data must be a Float32Array
+    await mha.forward({ data: [1, 2], shape: [2] }, x, x);
+    // @ts-expect-error forward returns a Promise, not a result
+    const notAwaited: ForwardResult = mha.forward(x, x, x);
+    // @ts-expect-error option names are camelCase
+    await mha.forward(x, x, x, { need_weights: false });
+    void notAwaited;
+  } catch (error) {
+    if (!(error instanceof MHAError)) throw error;
+  }
+  return result.output.data.length + (result.weights?.shape.length ?? 0) + sdpa.shape[0] +
+    build.length;
+}
