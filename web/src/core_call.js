@@ -12,7 +12,10 @@ export function callCore(wasm, what, call) {
   const result = new wasm.CallResult();
   try {
     const code = call(heap, result);
-    if (code !== STATUS_OK) throw new MHAError(`${what}: ${result.message()}`);
+    if (code !== STATUS_OK) {
+      const message = result.message();
+      throw new MHAError(message.startsWith(`${what}: `) ? message : `${what}: ${message}`);
+    }
     return {
       output: copyOut(heap, result.outputPtr(), result.outputShape()),
       weights: copyOut(heap, result.weightsPtr(), result.weightsShape()),
