@@ -54,7 +54,8 @@ function nativeArgs(w, threads, runner) {
     `out=${dataPath(w.id, `${runner}-${threads}.out.f32`)}`,
     `B=${w.B}`, `L=${w.L}`, `S=${w.S}`, `E=${w.E}`, `H=${w.H}`, `cross=${+w.cross}`,
     `causal=${+w.causal}`, `need_weights=${+w.needWeights}`, `kpm=${+Boolean(w.kpmLengths)}`,
-    `threads=${threads}`, `budget_ms=${config.timing.budgetMs}`,
+    `threads=${threads}`, `warmup_reps=${config.timing.warmupReps}`,
+    `warmup_ms=${config.timing.warmupMs}`, `budget_ms=${config.timing.budgetMs}`,
     `min_reps=${config.timing.minReps}`, `max_reps=${config.timing.maxReps}`,
   ];
 }

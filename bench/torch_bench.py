@@ -6,7 +6,7 @@ rule of bench/lib/timing.mjs, and prints one JSON line
 Arguments are key=value, as for bench/native/mha_bench.cc:
   params=<.safetensors> data=<input prefix> out=<output .f32>
   B= L= S= E= H= cross=0|1 causal=0|1 need_weights=0|1 kpm=0|1 threads=
-  budget_ms= min_reps= max_reps=
+  warmup_reps= warmup_ms= budget_ms= min_reps= max_reps=
 Runs in inference mode, so 1.13 takes its fused fast path where it can
 (self-attention without attn_mask). bench/run.mjs runs it on Debian's
 OpenMP OpenBLAS, with OPENBLAS_CORETYPE=SkylakeX on AVX-512 machines.
@@ -67,14 +67,14 @@ def main():
         return (time.perf_counter() - start) * 1e3
 
     with torch.inference_mode():
-        start = time.perf_counter()
-        output = forward()
-        first = (time.perf_counter() - start) * 1e3
-        output.contiguous().numpy().tofile(args["out"])
-        if first < 100:
-            time_once()
-            time_once()
-        reps = min(num["max_reps"], max(num["min_reps"], math.ceil(num["budget_ms"] / first)))
+        forward().contiguous().numpy().tofile(args["out"])
+        warmup = last = time_once()
+        for _ in range(1, num["warmup_reps"]):
+            if warmup + last >= num["warmup_ms"]:
+                break
+            last = time_once()
+            warmup += last
+        reps = min(num["max_reps"], max(num["min_reps"], math.ceil(num["budget_ms"] / last)))
         times = [time_once() for _ in range(reps)]
 
     max_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

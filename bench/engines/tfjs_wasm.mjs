@@ -1,7 +1,9 @@
 // @tensorflow/tfjs-backend-wasm: nn.MultiheadAttention composed from 2-D
 // matMul per head (its fastest form): one packed QKV projection, then per
 // head scores = q k^T (scale folded into the query weights), + additive
-// mask, softmax, p v; heads concatenated; output projection.
+// mask, softmax, p v; heads concatenated; output projection. Every matMul is
+// untransposed: its transposeB path is ~10x slower, so the weights are
+// transposed once and K once per batch.
 // tfjs-backend-wasm disables threads in Node (WASM_HAS_MULTITHREAD_SUPPORT
 // is false there), so it runs on one thread only.
 import path from 'node:path';
@@ -20,7 +22,7 @@ export async function loadTfjsWasm({ threads }) {
 // Additive masks per batch: (L, S), (1, S) or null.
 function additiveMasks(tf, w, inputs) {
   const causal = w.causal
-    ? tf.tidy(() => tf.linalg.bandPart(tf.ones([w.L, w.S]), -1, 0).sub(1).mul(1e30))
+    ? tf.tidy(() => tf.mul(tf.sub(tf.linalg.bandPart(tf.ones([w.L, w.S]), -1, 0), 1), 1e30))
     : null;
   const masks = [];
   for (let b = 0; b < w.B; b++) {
@@ -45,9 +47,9 @@ function prepare(tf, w, inputs) {
   const scale = 1 / Math.sqrt(D);
   for (let i = 0; i < E * E; i++) inWeight[i] *= scale;
   for (let i = 0; i < E; i++) inBias[i] *= scale;
-  const wIn = tf.tensor2d(inWeight, [3 * E, E]);
+  const wIn = tf.tidy(() => tf.transpose(tf.tensor2d(inWeight, [3 * E, E])));  // (E, 3E)
   const bIn = tf.tensor1d(inBias);
-  const wOut = tf.tensor2d(p['out_proj.weight'].data, [E, E]);
+  const wOut = tf.tidy(() => tf.transpose(tf.tensor2d(p['out_proj.weight'].data, [E, E])));
   const bOut = tf.tensor1d(p['out_proj.bias'].data);
   const query = tf.tensor2d(inputs.query, [w.B * w.L, E]);
   const key = w.cross ? tf.tensor2d(inputs.key, [w.B * w.S, E]) : null;
@@ -55,9 +57,9 @@ function prepare(tf, w, inputs) {
   const masks = additiveMasks(tf, w, inputs);
 
   // Cross-attention projects query, key and value apart: slice the weights once.
-  const part = (i) => [tf.slice(wIn, [i * E, 0], [E, E]), tf.slice(bIn, [i * E], [E])];
+  const part = (i) => [tf.slice(wIn, [0, i * E], [E, E]), tf.slice(bIn, [i * E], [E])];
   const parts = w.cross ? [0, 1, 2].map(part) : null;
-  const project = (x, [weight, bias]) => tf.add(tf.matMul(x, weight, false, true), bias);
+  const project = (x, [weight, bias]) => tf.add(tf.matMul(x, weight), bias);
 
   const forwardBatch = (b) => {
     let q, k, v;
@@ -66,16 +68,16 @@ function prepare(tf, w, inputs) {
       k = project(tf.slice(key, [b * w.S, 0], [w.S, E]), parts[1]);
       v = project(tf.slice(value, [b * w.S, 0], [w.S, E]), parts[2]);
     } else {
-      const qkv = tf.add(tf.matMul(tf.slice(query, [b * w.L, 0], [w.L, E]), wIn, false, true), bIn);
+      const qkv = tf.add(tf.matMul(tf.slice(query, [b * w.L, 0], [w.L, E]), wIn), bIn);
       [q, k, v] = tf.split(qkv, 3, 1);
     }
+    const kT = tf.transpose(k);  // (E, S)
     const heads = [];
     let weightSum = null;
     for (let h = 0; h < w.H; h++) {
       // A tidy per head frees its (L, S) intermediates before the next one.
       const [head, probs] = tf.tidy(() => {
-        let scores = tf.matMul(tf.slice(q, [0, h * D], [w.L, D]), tf.slice(k, [0, h * D], [w.S, D]),
-          false, true);
+        let scores = tf.matMul(tf.slice(q, [0, h * D], [w.L, D]), tf.slice(kT, [h * D, 0], [D, w.S]));
         if (masks[b]) scores = tf.add(scores, masks[b]);
         const probs = tf.softmax(scores);
         const head = tf.matMul(probs, tf.slice(v, [0, h * D], [w.S, D]));
@@ -84,7 +86,7 @@ function prepare(tf, w, inputs) {
       heads.push(head);
       if (probs) weightSum = weightSum ? tf.add(weightSum, probs) : probs;
     }
-    const output = tf.add(tf.matMul(tf.concat(heads, 1), wOut, false, true), bOut);
+    const output = tf.add(tf.matMul(tf.concat(heads, 1), wOut), bOut);
     return [output, weightSum ? tf.div(weightSum, w.H) : null];
   };
 

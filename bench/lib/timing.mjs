@@ -1,5 +1,7 @@
 // The timing rule every runner follows (bench/native and torch_bench.py too):
-// warm up, then repeat for about budgetMs within [minReps, maxReps]; report the median.
+// warm up with up to warmupReps runs while they take under warmupMs in all
+// (at least one: onnxruntime-web needs about five to settle), then repeat for
+// about budgetMs within [minReps, maxReps]; report the median.
 import { config } from './workloads.mjs';
 
 function median(values) {
@@ -15,10 +17,13 @@ async function timeOnce(run) {
 }
 
 export async function measure(run, timing = config.timing) {
-  const first = await timeOnce(run);
-  // Short runs get two more warm-ups (JIT tiers, first-touch pages).
-  if (first < 100) for (let i = 0; i < 2; i++) await timeOnce(run);
-  const reps = Math.min(timing.maxReps, Math.max(timing.minReps, Math.ceil(timing.budgetMs / first)));
+  let warmup = await timeOnce(run);
+  let last = warmup;
+  for (let i = 1; i < timing.warmupReps && warmup + last < timing.warmupMs; i++) {
+    last = await timeOnce(run);
+    warmup += last;
+  }
+  const reps = Math.min(timing.maxReps, Math.max(timing.minReps, Math.ceil(timing.budgetMs / last)));
   const times = [];
   for (let i = 0; i < reps; i++) times.push(await timeOnce(run));
   return { medianMs: median(times), reps };

@@ -4,7 +4,7 @@
 // Arguments are key=value (bench/run.mjs passes them):
 //   params=<.safetensors> data=<input prefix, e.g. build/bench/data/W1> out=<output .f32>
 //   B= L= S= E= H= cross=0|1 causal=0|1 need_weights=0|1 kpm=0|1 threads=
-//   budget_ms= min_reps= max_reps=
+//   warmup_reps= warmup_ms= budget_ms= min_reps= max_reps=
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -116,15 +116,21 @@ int main(int argc, char** argv) {
         .count();
   };
 
-  const double first = time_once();
+  time_once();
   std::ofstream(Get(args, "out"), std::ios::binary)
       .write(reinterpret_cast<const char*>(result.output.data.data()),
              result.output.data.size() * sizeof(float));
-  if (first < 100) time_once(), time_once();
+  double last = time_once();
+  double warmup = last;
+  for (int64_t i = 1; i < GetInt(args, "warmup_reps") && warmup + last < GetInt(args, "warmup_ms");
+       ++i) {
+    last = time_once();
+    warmup += last;
+  }
   const int64_t reps = std::min(GetInt(args, "max_reps"),
                                 std::max(GetInt(args, "min_reps"),
                                          static_cast<int64_t>(std::ceil(
-                                             GetInt(args, "budget_ms") / first))));
+                                             GetInt(args, "budget_ms") / last))));
   std::vector<double> times;
   for (int64_t i = 0; i < reps; ++i) times.push_back(time_once());
 
