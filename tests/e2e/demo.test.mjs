@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { compareTensors } from '../../web/demo/compare.js';
 import {
-  ROOT, launchBrowser, openDemo, parseTensor, readFixtureTensor, resultState, runAfter, saveScreenshot, startServer,
+  ROOT, dropFile, launchBrowser, openDemo, parseTensor, readFixtureTensor, readSafetensors, resultState, runAfter,
+  saveScreenshot, startServer, writeSafetensors,
 } from './harness.mjs';
 
 // Fixtures that take different paths through the page: masks of both kinds, cross-attention with
@@ -68,11 +69,16 @@ test('the readable preset heads attend to the previous, first, same and next tok
   }
 });
 
-for (const name of FIXTURES) {
-  test(`fixture ${name} loaded through the file input matches PyTorch`, async () => {
-    const path = join(ROOT, 'tests/fixtures', `${name}.safetensors`);
+const fixturePath = (name) => join(ROOT, 'tests/fixtures', `${name}.safetensors`);
+
+// The last fixture is dropped on the page instead of picked with the file input.
+for (const [i, name] of FIXTURES.entries()) {
+  const how = i === FIXTURES.length - 1 ? 'dropped on the page' : 'chosen with the file input';
+  test(`fixture ${name} ${how} matches PyTorch`, async () => {
+    const path = fixturePath(name);
     const bytes = readFileSync(path);
-    const state = await runAfter(page, () => page.setInputFiles('#weights-file', path));
+    const load = how === 'dropped on the page' ? () => dropFile(page, `${name}.safetensors`, bytes) : () => page.setInputFiles('#weights-file', path);
+    const state = await runAfter(page, load);
     const output = compareTensors(parseTensor(state.output), readFixtureTensor(bytes, 'expected.output'));
     assert.ok(output.ok, `output: ${output.message}`);
     const expectedWeights = readFixtureTensor(bytes, 'expected.weights');
@@ -83,6 +89,31 @@ for (const name of FIXTURES) {
     assert.match(await page.locator('#stat-check').textContent(), /matches/);
   });
 }
+
+test('a PyTorch state_dict with several attention modules loads under the chosen prefix', async () => {
+  const params = Object.entries(readSafetensors(readFileSync(fixturePath('self_e16_h2_l7'))))
+    .filter(([name]) => name.startsWith('param.'));
+  const stateDict = {
+    'encoder.layers.1.linear1.weight': { dtype: 'F32', shape: [2, 16], bytes: Buffer.alloc(2 * 16 * 4) },
+    ...Object.fromEntries(params.map(([name, tensor]) => [name.replace('param.', 'encoder.layers.1.self_attn.'), tensor])),
+    ...Object.fromEntries(params.map(([name, tensor]) => [name.replace('param.', 'decoder.cross_attn.'), tensor])),
+  };
+  const file = { name: 'model.safetensors', mimeType: 'application/octet-stream', buffer: writeSafetensors(stateDict) };
+  const state = await runAfter(page, () => page.setInputFiles('#weights-file', file));
+  assert.equal(await page.locator('#prefix').inputValue(), 'encoder.layers.1.self_attn.');
+  assert.equal(parseTensor(state.output).shape.at(-1), 16);
+
+  const { runs } = await resultState(page);
+  await page.locator('#prefix').fill('decoder.self_attn.');
+  await page.locator('#prefix').dispatchEvent('change');
+  await page.waitForFunction((r) => Number(document.getElementById('result').dataset.runs) > r, runs);
+  assert.match(await page.locator('#message').textContent(), /no nn\.MultiheadAttention weights under prefix "decoder\.self_attn\."/);
+
+  await runAfter(page, async () => {
+    await page.locator('#prefix').fill('decoder.cross_attn.');
+    await page.locator('#prefix').dispatchEvent('change');
+  });
+});
 
 for (const maskType of ['bool', 'additive']) {
   test(`painting a ${maskType} mask cell makes that weight 0`, async () => {

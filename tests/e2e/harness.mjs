@@ -97,16 +97,48 @@ export async function saveScreenshot(page, name) {
   return path;
 }
 
-// A fixture's F32 tensor read straight from the file (independently of the page's reader).
-export function readFixtureTensor(bytes, name) {
+// The tensors of a .safetensors file as { name: { dtype, shape, bytes } }, read straight from the
+// file (independently of the page's reader).
+export function readSafetensors(bytes) {
   const headerLength = Number(bytes.readBigUInt64LE(0));
   const header = JSON.parse(bytes.subarray(8, 8 + headerLength).toString('utf8'));
-  const entry = header[name];
-  if (!entry) return null;
-  if (entry.dtype !== 'F32') throw new Error(`${name}: expected F32, found ${entry.dtype}`);
-  const [begin, end] = entry.data_offsets;
-  const raw = bytes.subarray(8 + headerLength + begin, 8 + headerLength + end);
-  const data = new Float32Array(raw.length / 4);
-  for (let i = 0; i < data.length; i++) data[i] = raw.readFloatLE(4 * i);
-  return { data, shape: entry.shape };
+  const tensors = {};
+  for (const [name, { dtype, shape, data_offsets: [begin, end] = [] }] of Object.entries(header)) {
+    if (name !== '__metadata__') tensors[name] = { dtype, shape, bytes: bytes.subarray(8 + headerLength + begin, 8 + headerLength + end) };
+  }
+  return tensors;
+}
+
+export function writeSafetensors(tensors) {
+  const header = {};
+  let offset = 0;
+  for (const [name, { dtype, shape, bytes }] of Object.entries(tensors)) {
+    header[name] = { dtype, shape, data_offsets: [offset, offset + bytes.length] };
+    offset += bytes.length;
+  }
+  const json = Buffer.from(JSON.stringify(header));
+  const length = Buffer.alloc(8);
+  length.writeBigUInt64LE(BigInt(json.length));
+  return Buffer.concat([length, json, ...Object.values(tensors).map((t) => t.bytes)]);
+}
+
+// A fixture's F32 tensor as { data, shape }, or null when the file has none of that name.
+export function readFixtureTensor(bytes, name) {
+  const tensor = readSafetensors(bytes)[name];
+  if (!tensor) return null;
+  if (tensor.dtype !== 'F32') throw new Error(`${name}: expected F32, found ${tensor.dtype}`);
+  const data = new Float32Array(tensor.bytes.length / 4);
+  for (let i = 0; i < data.length; i++) data[i] = tensor.bytes.readFloatLE(4 * i);
+  return { data, shape: tensor.shape };
+}
+
+// Drops a file on the page the way a drag from the desktop does.
+export async function dropFile(page, name, bytes) {
+  const dataTransfer = await page.evaluateHandle(([fileName, content]) => {
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([new Uint8Array(content)], fileName));
+    return transfer;
+  }, [name, [...bytes]]);
+  await page.dispatchEvent('body', 'dragover', { dataTransfer });
+  await page.dispatchEvent('body', 'drop', { dataTransfer });
 }
