@@ -1,7 +1,7 @@
 // Embind glue between web/src (the JS API) and the core. No computation here:
 // JS copies tensors into the WASM heap and passes {ptr, shape} descriptors;
 // each call returns a StatusCode and leaves its results (or the error message)
-// in a CallResult, which JS copies out once and then clears.
+// in a CallResult, which JS copies out once and then deletes.
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 #include <malloc.h>
@@ -42,7 +42,6 @@ val Info() {
   val info = val::object();
   info.set("target", std::string(hwy::TargetName(HWY_TARGET)));
   info.set("threads", g_pool ? static_cast<int>(g_pool->num_threads()) : 0);
-  info.set("maxThreads", MHA_PTHREAD_POOL_SIZE);
   return info;
 }
 
@@ -110,13 +109,6 @@ class CallResult {
   val outputShape() const { return ShapeToJS(output.shape); }
   uintptr_t weightsPtr() const { return reinterpret_cast<uintptr_t>(weights.data.data()); }
   val weightsShape() const { return ShapeToJS(weights.shape); }
-  // Frees the results once JS has copied them out.
-  void clear() {
-    output = Tensor();
-    weights = Tensor();
-    message_.clear();
-  }
-
   Tensor output;
   Tensor weights;
 
@@ -211,8 +203,7 @@ EMSCRIPTEN_BINDINGS(mha) {
       .function("outputPtr", &CallResult::outputPtr)
       .function("outputShape", &CallResult::outputShape)
       .function("weightsPtr", &CallResult::weightsPtr)
-      .function("weightsShape", &CallResult::weightsShape)
-      .function("clear", &CallResult::clear);
+      .function("weightsShape", &CallResult::weightsShape);
   emscripten::class_<MultiheadAttentionBinding>("MultiheadAttention")
       .constructor<>()
       .function("create", &MultiheadAttentionBinding::create)

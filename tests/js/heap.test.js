@@ -49,5 +49,27 @@ for (const build of BUILDS) {
       assert.equal(end.inUseBytes, settled.inUseBytes, 'malloc bytes in use unchanged');
       mha.dispose();
     });
+
+    test('a forward that grows the WASM memory returns correct results', async () => {
+      const lib = await loadMHA({ build });
+      const mha = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2 });
+      const stateDict = {};
+      mha.parameters.forEach(({ name, shape }, i) => {
+        stateDict[name] = randomTensor(shape, i + 1).data;
+      });
+      mha.loadStateDict(stateDict);
+      const L = 1500;   // weights alone: L * L floats, more than the initial 16 MiB
+      const x = randomTensor([L, 8], 7);
+      const before = lib.heapInfo().memoryBytes;
+      const { output, weights } = await mha.forward(x, x, x);
+      assert.ok(lib.heapInfo().memoryBytes > before, 'memory grew');
+      assert.deepEqual(weights.shape, [L, L]);
+      assert.ok(output.data.every(Number.isFinite), 'outputs are finite');
+      for (const row of [0, L >> 1, L - 1]) {
+        const sum = weights.data.subarray(row * L, (row + 1) * L).reduce((a, b) => a + b, 0);
+        assert.ok(Math.abs(sum - 1) < 1e-4, `weights row ${row} sums to ${sum}`);
+      }
+      mha.dispose();
+    });
   });
 }

@@ -21,7 +21,6 @@ export function callCore(wasm, what, call) {
       weights: copyOut(heap, result.weightsPtr(), result.weightsShape()),
     };
   } finally {
-    result.clear();
     result.delete();
     heap.release();
   }

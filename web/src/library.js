@@ -1,5 +1,6 @@
 // What loadMHA() resolves to: one instantiated WASM build and its thread pool.
 import { callCore } from './core_call.js';
+import { memoryBuffer } from './heap.js';
 import { MultiheadAttention } from './multihead_attention.js';
 import {
   checkBoolean, checkMask, checkOptionsObject, checkTensor, describe,
@@ -35,17 +36,16 @@ export class MHALibrary {
     checkTensor(key, 'key');
     checkTensor(value, 'value');
     const attnMask = checkMask(o.attnMask, 'attnMask');
-    const scale = o.scale === undefined ? 0 : o.scale;
-    if (typeof scale !== 'number' || !Number.isFinite(scale) || scale < 0) {
+    if (o.scale !== undefined && !(typeof o.scale === 'number' && o.scale > 0 && o.scale < Infinity)) {
       throw new MHAError(`scale: expected a positive number (or undefined for ` +
-                         `1/sqrt(E)), received ${describe(scale)}`);
+                         `1/sqrt(E)), received ${describe(o.scale)}`);
     }
-    const flags = { is_causal: checkBoolean(o.isCausal, 'isCausal', false), scale };
+    // The core takes 0 as "default".
+    const flags = { is_causal: checkBoolean(o.isCausal, 'isCausal', false), scale: o.scale ?? 0 };
     const { output } = callCore(this.wasm, 'scaledDotProductAttention', (heap, result) => {
-      const seen = new Map();
-      return this.wasm.scaledDotProductAttention(heap.describe(query, seen),
-        heap.describe(key, seen), heap.describe(value, seen),
-        { ...flags, attn_mask: heap.describe(attnMask, seen) }, result);
+      return this.wasm.scaledDotProductAttention(heap.copyTensor(query),
+        heap.copyTensor(key), heap.copyTensor(value),
+        { ...flags, attn_mask: heap.copyTensor(attnMask) }, result);
     });
     return output;
   }
@@ -53,7 +53,6 @@ export class MHALibrary {
   // Diagnostics: the WASM heap's top (sbrk), bytes malloc'd, memory size.
   heapInfo() {
     const { heapTop, inUseBytes } = this.wasm.heapInfo();
-    const memory = this.wasm.wasmMemory ? this.wasm.wasmMemory.buffer : this.wasm.HEAPU8.buffer;
-    return { heapTop, inUseBytes, memoryBytes: memory.byteLength };
+    return { heapTop, inUseBytes, memoryBytes: memoryBuffer(this.wasm).byteLength };
   }
 }

@@ -94,7 +94,7 @@ export async function loadMHA(options) {
   const [{ default: createModule }, wasmBinary] =
     await Promise.all([importFactory(), readWasm(wasmUrl())]);
   const wasm = await createModule({ wasmBinary });
-  wasm.initialize(threads);
+  if (wasm.initialize(threads) !== 0) throw new Error('mha-wasm: thread pool already initialized');
   unrefWorkers(wasm);
   return new MHALibrary(wasm, build);
 }

@@ -91,7 +91,7 @@ export class MultiheadAttention {
     const entries = Object.keys(stateDict).filter((key) => key.startsWith(prefix))
       .map((key) => [key, checkParameter(stateDict[key], key, shapes.get(key))]);
     callCore(this.wasm, name, (heap, result) => binding.loadStateDict(
-      entries.map(([key, tensor]) => ({ name: key, ...heap.describe(tensor) })), prefix, result));
+      entries.map(([key, tensor]) => ({ name: key, ...heap.copyTensor(tensor) })), prefix, result));
   }
 
   // bytes: the contents of a .safetensors file (F32, F16 or BF16 tensors).
@@ -118,12 +118,11 @@ export class MultiheadAttention {
       is_causal: checkBoolean(o.isCausal, 'isCausal', false),
     };
     return callCore(this.wasm, 'forward', (heap, result) => {
-      const seen = new Map();
-      return binding.forward(heap.describe(query, seen), heap.describe(key, seen),
-        heap.describe(value, seen), {
+      return binding.forward(heap.copyTensor(query), heap.copyTensor(key),
+        heap.copyTensor(value), {
           ...flags,
-          key_padding_mask: heap.describe(keyPaddingMask, seen),
-          attn_mask: heap.describe(attnMask, seen),
+          key_padding_mask: heap.copyTensor(keyPaddingMask),
+          attn_mask: heap.copyTensor(attnMask),
         }, result);
     });
   }
