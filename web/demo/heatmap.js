@@ -42,7 +42,7 @@ export function scaleRange(values, scale) {
 }
 
 // Draws a rows x cols matrix (row-major `values`) into `canvas`, each cell cellWidth x cellHeight
-// CSS pixels.
+// CSS pixels: crisp blocks when cells are a pixel or more, smoothed when big maps are shrunk.
 export function drawHeatmap(canvas, values, rows, cols, { scale, range, cellWidth, cellHeight = cellWidth }) {
   const stops = COLOUR_SCALES[scale];
   const [lo, hi] = range;
@@ -50,6 +50,7 @@ export function drawHeatmap(canvas, values, rows, cols, { scale, range, cellWidt
   canvas.height = rows;
   canvas.style.width = `${cols * cellWidth}px`;
   canvas.style.height = `${rows * cellHeight}px`;
+  canvas.style.imageRendering = cellWidth < 1 || cellHeight < 1 ? 'auto' : 'pixelated';
   const context = canvas.getContext('2d');
   const image = context.createImageData(cols, rows);
   for (let i = 0; i < rows * cols; i++) {

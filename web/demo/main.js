@@ -221,6 +221,11 @@ async function runNow() {
     if (!engine.running) await startEngine();
     if (!engine.running) return;
     const settings = readSettings();
+    if (settings.source === 'file' && !loadedFile) {
+      showMessage('Choose a .safetensors file above, or drop one anywhere on the page.', 'info');
+      recordRun('waiting', null);
+      return;
+    }
     const problem = buildProblem(settings, settings.source === 'file' ? describeLoadedFile(settings) : null, painter.cells);
     result.dataset.state = 'running';
     byId('stat-time-note').textContent = 'running…';

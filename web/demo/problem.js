@@ -136,7 +136,6 @@ function fixtureProblem(file) {
 // painter's L x S cells. Returns { request, view, headNames, flops, expected }.
 export function buildProblem(settings, file, painted) {
   checkInteger('repeats', settings.repeats);
-  if (settings.source === 'file' && !file) throw new Error('choose or drop a .safetensors file first');
   const useFixture = settings.source === 'file' && file.fixture && settings.useFileInputs;
   const problem = useFixture ? fixtureProblem(file) : generatedProblem(settings, file, painted);
   const view = viewOf(problem.config, problem.inputs, problem.options);

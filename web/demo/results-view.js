@@ -4,7 +4,9 @@ import { compareTensors } from './compare.js';
 import { attachTooltip, drawHeatmap, drawLegend, scaleRange } from './heatmap.js';
 
 const byId = (id) => document.getElementById(id);
-const clamp = (v, lo, hi) => Math.min(Math.max(v, lo), hi);
+// Cell size in CSS pixels so `count` cells span about `span` pixels: whole pixels up to `largest`,
+// fractions (a shrunk, smoothed map) when there are more cells than pixels.
+const cellSize = (span, count, largest) => (count > span ? span / count : Math.min(Math.floor(span / count), largest));
 
 export function formatValue(v) {
   if (Number.isNaN(v)) return 'NaN';
@@ -67,7 +69,7 @@ function renderWeights({ view, headNames }, weights, n, tooltip) {
   const range = scaleRange(values, 'sequential');
   drawLegend(byId('weights-legend'), { scale: 'sequential', range, label: 'weight', hasNaN: values.some(Number.isNaN) });
   const longest = Math.max(view.queryLength, view.keyLength);
-  const cell = clamp(Math.floor((maps.length > 3 ? 240 : 320) / longest), 1, 24);
+  const cell = cellSize(maps.length > 3 ? 240 : 320, longest, 24);
   for (const map of maps) {
     const figure = document.createElement('figure');
     figure.className = map.average ? 'map average' : 'map';
@@ -90,8 +92,8 @@ function renderOutput({ view }, output, n, tooltip) {
   const range = scaleRange(values, 'diverging');
   drawLegend(byId('output-legend'), { scale: 'diverging', range, label: 'value', hasNaN: values.some(Number.isNaN) });
   const canvas = byId('output-canvas');
-  const cellWidth = clamp(Math.floor(720 / view.embedDim), 1, 18);
-  const cellHeight = clamp(Math.floor(280 / view.queryLength), 2, 18);
+  const cellWidth = cellSize(720, view.embedDim, 18);
+  const cellHeight = cellSize(280, view.queryLength, 18);
   drawHeatmap(canvas, values, view.queryLength, view.embedDim, { scale: 'diverging', range, cellWidth, cellHeight });
   attachTooltip(canvas, tooltip, view.queryLength, view.embedDim, (r, c) =>
     `output · query ${r}, feature ${c}: ${formatValue(values[r * view.embedDim + c])}`);
