@@ -3,7 +3,7 @@
 //   node bench/child.mjs <engine> <threads> <workload id>
 // Workloads W*/GEMM read their inputs from build/bench/data and leave their
 // output there; L<n> (longest-sequence search) makes its inputs and runs once.
-// Prints one JSON line: { medianMs, reps, heapBytes, maxRssBytes } or { error }.
+// Prints one JSON line: { medianMs, reps, info?, heapBytes, maxRssBytes } or { error }.
 import fs from 'node:fs';
 import { wasmHeapBytes } from './lib/wasm_memory.mjs';
 import { measure } from './lib/timing.mjs';
@@ -40,6 +40,7 @@ async function main([engineName, threadsArg, workloadId]) {
   }
   return {
     ...result,
+    ...(engine.info ? { info: engine.info } : {}),
     heapBytes: wasmHeapBytes(),
     maxRssBytes: process.resourceUsage().maxRSS * 1024,
   };

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Times PyTorch 1.13 nn.MultiheadAttention on one workload, with the timing
 rule of bench/lib/timing.mjs, and prints one JSON line
-{"medianMs", "reps", "maxRssBytes", "blas"}.
+{"medianMs", "reps", "maxRssBytes", "blas", "torch"}.
 
 Arguments are key=value, as for bench/native/mha_bench.cc:
   params=<.safetensors> data=<input prefix> out=<output .f32>
@@ -79,7 +79,7 @@ def main():
 
     max_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps({"medianMs": statistics.median(times), "reps": reps, "maxRssBytes": max_rss,
-                      "blas": loaded_blas()}))
+                      "blas": loaded_blas(), "torch": torch.__version__}))
 
 
 def loaded_blas():

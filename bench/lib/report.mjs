@@ -88,9 +88,14 @@ export function renderReport({ machine, engines, workloads, results, longest, pe
       `process capped at ${config.longest.timeLimitSeconds} s, inside WebAssembly's 4 GiB limit.`);
   out();
 
-  const blas = Object.values(results.pytorch ?? {}).flatMap((byId) => Object.values(byId))
-    .find((r) => r.blas)?.blas;
-  if (blas) out(`PyTorch ran on ${blas}.`);
+  const anyResult = (engine, key) => Object.values(results[engine] ?? {})
+    .flatMap((byId) => Object.values(byId)).find((r) => r[key])?.[key];
+  const torch = anyResult('pytorch', 'torch');
+  const info = anyResult('mha-wasm', 'info');
+  out(`Versions: ${machine.peers.join(', ')}` +
+      (torch ? `, PyTorch ${torch} on ${anyResult('pytorch', 'blas')}` : '') +
+      (info ? `; mha-wasm ${info.version} (${info.build}, ${info.target ?? 'target unknown'})` : '') +
+      (anyResult('mha', 'target') ? `; mha on Highway target ${anyResult('mha', 'target')}` : '') + '.');
   out();
 
   out('## Outputs');
