@@ -54,6 +54,18 @@ test('the page loads without console errors, isolated, on the threaded build wit
   assert.match(await page.locator('#badge-build').textContent(), /simd-threaded/);
 });
 
+test('moving the threads slider restarts the engine with that many threads, same results', async () => {
+  const twoThreads = await resultState(page);
+  const oneThread = await runAfter(page, () => page.locator('#threads').fill('1'));
+  assert.equal(oneThread.threads, '1');
+  assert.equal(oneThread.build, 'simd-threaded');
+  const same = compareTensors(parseTensor(oneThread.output), parseTensor(twoThreads.output));
+  assert.ok(same.ok, same.message);
+  const back = await runAfter(page, () => page.locator('#threads').fill('2'));
+  assert.equal(back.threads, '2');
+  assert.deepEqual(consoleErrors, []);
+});
+
 test('the readable preset heads attend to the previous, first, same and next token', async () => {
   const { weights: json } = await resultState(page);
   const weights = parseTensor(json);
