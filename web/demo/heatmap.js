@@ -10,7 +10,7 @@ const VIRIDIS = [
 const DIVERGING = [[33, 102, 172], [103, 169, 207], [209, 229, 240], [247, 247, 247], [253, 219, 199], [239, 138, 98], [178, 24, 43]];
 const NAN_COLOUR = [90, 90, 100];
 
-export const COLOUR_SCALES = { sequential: VIRIDIS, diverging: DIVERGING };
+const COLOUR_SCALES = { sequential: VIRIDIS, diverging: DIVERGING };
 
 function colourAt(stops, t) {
   const x = Math.min(Math.max(t, 0), 1) * (stops.length - 1);
@@ -19,7 +19,7 @@ function colourAt(stops, t) {
   return stops[i].map((c, k) => c + (stops[i + 1][k] - c) * f);
 }
 
-export function cssColour(stops, t) {
+function cssColour(stops, t) {
   const [r, g, b] = colourAt(stops, t);
   return `rgb(${r | 0}, ${g | 0}, ${b | 0})`;
 }

@@ -9,7 +9,7 @@
 // output shows the content each head fetched.
 import { createRng, normalTensor } from './random.js';
 
-export const PRESET_PATTERNS = [
+const PRESET_PATTERNS = [
   { name: 'previous token', shift: -1 },
   { name: 'first token', shift: null },
   { name: 'self', shift: 0 },

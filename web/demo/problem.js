@@ -111,7 +111,7 @@ function generatedProblem(settings, file, painted) {
   } else {
     const inputRng = createRng(seed + 1);
     if (settings.source === 'file') {
-      config = file.config;
+      config = { ...file.config, batchFirst: false }; // the page makes sequence-first inputs
       params = { kind: 'safetensors', bytes: file.bytes, prefix: file.prefix };
     } else {
       params = { kind: 'stateDict', tensors: randomStateDict(e, createRng(seed)) };

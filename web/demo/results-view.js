@@ -8,7 +8,7 @@ const byId = (id) => document.getElementById(id);
 // fractions (a shrunk, smoothed map) when there are more cells than pixels.
 const cellSize = (span, count, largest) => (count > span ? span / count : Math.min(Math.floor(span / count), largest));
 
-export function formatValue(v) {
+function formatValue(v) {
   if (Number.isNaN(v)) return 'NaN';
   if (v === 0) return '0';
   return Math.abs(v) >= 1e4 || Math.abs(v) < 1e-3 ? v.toExponential(3) : v.toFixed(4);
@@ -26,7 +26,7 @@ function formatTime(ms) {
 }
 
 // The weights of batch item n as L x S' maps: each head and their average, or the engine's average.
-export function weightMaps(view, weights, headNames, n) {
+function weightMaps(view, weights, headNames, n) {
   const size = view.queryLength * view.keyLength;
   const slice = (i) => weights.data.subarray(i * size, (i + 1) * size);
   if (view.averaged) return [{ title: 'average over heads', values: slice(n), average: true }];

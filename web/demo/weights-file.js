@@ -65,7 +65,7 @@ export function describeWeightsFile(fileName, bytes, { prefix, numHeads }) {
     const { config, options } = configFromFixture(metadata.config);
     return {
       fileName, bytes, prefix: prefix ?? 'param.', prefixes: ['param.'], config,
-      fixture: {
+      fixture: tensors['input.query'] && {
         inputs: {
           query: fixtureTensor(tensors, 'input.query'),
           key: fixtureTensor(tensors, 'input.key'),
