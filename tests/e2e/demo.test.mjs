@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { compareTensors } from '../../web/demo/compare.js';
 import {
   ROOT, dropFile, launchBrowser, openDemo, parseTensor, readFixtureTensor, readSafetensors, resultState, runAfter,
-  saveScreenshot, startServer, writeSafetensors,
+  saveScreenshot, startServer, waitForRunsAbove, writeSafetensors,
 } from './harness.mjs';
 
 // Fixtures that take different paths through the page: masks of both kinds, cross-attention with
@@ -180,6 +180,39 @@ test('bad settings and bad files show a message, and the page recovers', async (
   assert.equal(state.error, '');
   assert.equal(await page.locator('#message').isHidden(), true);
   assert.deepEqual(consoleErrors, []);
+});
+
+test('the page stays responsive during a long forward, and Stop ends it', async () => {
+  await applyAndRun(async () => {
+    await chooseRadio('source', 'random');
+    await page.locator('#need-weights').uncheck();
+    await page.locator('#embed-dim').fill('1024');
+    await page.locator('#heads').fill('8');
+    await page.locator('#batch').fill('8');
+  });
+  // One change and Run at once: a single long run (Run cancels the pending debounced one).
+  const { runs } = await resultState(page);
+  await page.locator('#query-length').fill('2048');
+  await page.locator('#run').click();
+  await page.waitForFunction(() => document.getElementById('result').dataset.state === 'running');
+  const lagMs = await page.evaluate(() => new Promise((resolve) => {
+    const start = performance.now();
+    setTimeout(() => resolve(performance.now() - start), 0);
+  }));
+  assert.ok(lagMs < 250, `the main thread answered after ${lagMs} ms`);
+  await page.locator('#stop').click();
+  const stopped = await waitForRunsAbove(page, runs);
+  assert.equal(stopped.state, 'error');
+  assert.match(await page.locator('#message').textContent(), /stopped/);
+
+  const next = await applyAndRun(async () => {
+    await page.locator('#need-weights').check();
+    await page.locator('#embed-dim').fill('64');
+    await page.locator('#heads').fill('4');
+    await page.locator('#query-length').fill('12');
+    await page.locator('#batch').fill('1');
+  });
+  assert.equal(next.state, 'done');
 });
 
 test('a screenshot after a run is saved', async () => {

@@ -25,7 +25,7 @@ export class EngineClient {
   stop() {
     this.#worker?.terminate();
     this.#worker = null;
-    this.#failAll('the engine was restarted');
+    this.#failAll('stopped: the engine was restarted before this run finished');
   }
 
   get running() {

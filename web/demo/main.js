@@ -229,6 +229,7 @@ async function runNow() {
     const problem = buildProblem(settings, settings.source === 'file' ? describeLoadedFile(settings) : null, painter.cells);
     result.dataset.state = 'running';
     byId('stat-time-note').textContent = 'running…';
+    byId('stop').hidden = false;
     const reply = await engine.run(problem.request);
     lastRun = { problem, reply };
     setBatchItems(problem.view.batch);
@@ -240,6 +241,7 @@ async function runNow() {
     byId('stat-time-note').textContent = 'failed';
     recordRun('error', null);
   } finally {
+    byId('stop').hidden = true;
     running = false;
     if (runAgain) {
       runAgain = false;
@@ -332,6 +334,8 @@ byId('weights-file').addEventListener('change', (event) => {
   if (file) loadFile(file);
 });
 byId('mask-clear').addEventListener('click', () => painter.clear());
+// A forward cannot be interrupted inside WASM: stopping ends the worker; the next run starts a new one.
+byId('stop').addEventListener('click', () => engine.stop());
 byId('batch-item').addEventListener('change', () => {
   if (lastRun) renderResults(lastRun.problem, lastRun.reply, Number(byId('batch-item').value), tooltip);
   syncPainterContext(readSettings());

@@ -6,6 +6,7 @@ import { createRng, normalTensor, randomStateDict } from './random.js';
 const LIMITS = { embedDim: [1, 2048], numHeads: [1, 256], queryLength: [1, 2048], keyLength: [1, 2048], batch: [1, 64], repeats: [1, 100] };
 const LABELS = { embedDim: 'embed dim', numHeads: 'heads', queryLength: 'query length L', keyLength: 'key length S', batch: 'batch', repeats: 'runs' };
 const MAX_WEIGHT_VALUES = 16 * 1024 * 1024; // 64 MB of float32 attention weights
+const MAX_INPUT_VALUES = 16 * 1024 * 1024; // per input tensor: keeps the page's memory modest
 
 function checkInteger(name, value) {
   const [lo, hi] = LIMITS[name];
@@ -99,6 +100,9 @@ function generatedProblem(settings, file, painted) {
   for (const name of ['embedDim', 'numHeads', 'queryLength', 'keyLength', 'batch']) checkInteger(name, settings[name]);
   const { embedDim: e, numHeads: h, queryLength: l, keyLength: s, batch: n, seed } = settings;
   if (e % h !== 0) throw new Error(`heads (${h}) must divide embed dim (${e})`);
+  if (n * Math.max(l, s) * e > MAX_INPUT_VALUES) {
+    throw new Error(`inputs of ${Math.max(l, s)} x ${n} x ${e} are too large for the demo (at most ${MAX_INPUT_VALUES} values each); use fewer tokens, a smaller batch or embed dim`);
+  }
   let config = { embedDim: e, numHeads: h };
   let params;
   let inputs;
