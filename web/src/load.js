@@ -44,7 +44,11 @@ async function hardwareConcurrency() {
   if (typeof navigator === 'object' && navigator.hardwareConcurrency) {
     return navigator.hardwareConcurrency;
   }
-  if (isNode) return (await importNode('node:os')).availableParallelism();
+  if (isNode) {
+    const os = await importNode('node:os');
+    // availableParallelism arrived in Node 18.14.
+    return os.availableParallelism ? os.availableParallelism() : os.cpus().length;
+  }
   return 1;
 }
 
