@@ -2,7 +2,7 @@
 // Every failure ends as a readable message in the page; the page itself keeps working.
 import { EngineClient } from './engine-client.js';
 import { MaskPainter } from './mask-painter.js';
-import { buildProblem } from './problem.js';
+import { buildProblem, MAX_PAINTED_LENGTH } from './problem.js';
 import { medianTime, renderResults } from './results-view.js';
 import { describeWeightsFile } from './weights-file.js';
 
@@ -148,7 +148,8 @@ function syncControls() {
   byId('additive-value-row').hidden = current.maskType !== 'additive';
   for (const input of form.querySelectorAll('input[name="average"]')) input.disabled = !current.needWeights;
   byId('mask-card').hidden = !current.customMask || fixtureLocked;
-  if (!byId('mask-card').hidden && current.queryLength > 0 && current.keyLength > 0) {
+  const paintable = [current.queryLength, current.keyLength].every((n) => n > 0 && n <= MAX_PAINTED_LENGTH);
+  if (!byId('mask-card').hidden && paintable) {
     painter.resize(current.queryLength, current.keyLength);
     syncPainterContext(current);
   }

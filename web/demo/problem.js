@@ -6,6 +6,7 @@ import { createRng, normalTensor, randomStateDict } from './random.js';
 const LIMITS = { embedDim: [1, 2048], numHeads: [1, 256], queryLength: [1, 2048], keyLength: [1, 2048], batch: [1, 64], repeats: [1, 100] };
 const LABELS = { embedDim: 'embed dim', numHeads: 'heads', queryLength: 'query length L', keyLength: 'key length S', batch: 'batch', repeats: 'runs' };
 const MAX_WEIGHT_VALUES = 16 * 1024 * 1024; // 64 MB of float32 attention weights
+export const MAX_PAINTED_LENGTH = 128; // larger grids are too small to paint by hand
 const MAX_INPUT_VALUES = 16 * 1024 * 1024; // per input tensor: keeps the page's memory modest
 
 function checkInteger(name, value) {
@@ -76,6 +77,9 @@ function buildMasks(settings, painted) {
   if (!settings.customMask) {
     options.isCausal = settings.causal;
     return options;
+  }
+  if (Math.max(l, s) > MAX_PAINTED_LENGTH) {
+    throw new Error(`a painted attn_mask is limited to ${MAX_PAINTED_LENGTH} x ${MAX_PAINTED_LENGTH}; shorten L and S or turn the custom mask off`);
   }
   // A painted mask and the causal one are merged into one attn_mask; the engine gets one mask.
   const blocked = (r, c) => painted[r * s + c] === 1 || (settings.causal && causalBlocks(r, c));
