@@ -186,6 +186,7 @@ test('the page stays responsive during a long forward, and Stop ends it', async 
   await applyAndRun(async () => {
     await chooseRadio('source', 'random');
     await page.locator('#need-weights').uncheck();
+    await page.locator('#custom-mask').uncheck();
     await page.locator('#embed-dim').fill('1024');
     await page.locator('#heads').fill('8');
     await page.locator('#batch').fill('8');
@@ -194,7 +195,8 @@ test('the page stays responsive during a long forward, and Stop ends it', async 
   const { runs } = await resultState(page);
   await page.locator('#query-length').fill('2048');
   await page.locator('#run').click();
-  await page.waitForFunction(() => document.getElementById('result').dataset.state === 'running');
+  await page.waitForFunction(() => document.getElementById('result').dataset.state !== 'pending');
+  assert.equal((await resultState(page)).state, 'running', (await resultState(page)).error);
   const lagMs = await page.evaluate(() => new Promise((resolve) => {
     const start = performance.now();
     setTimeout(() => resolve(performance.now() - start), 0);
