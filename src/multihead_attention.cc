@@ -155,10 +155,8 @@ std::vector<std::string> MultiheadAttention::MissingParameters(
   return missing;
 }
 
-Status MultiheadAttention::LoadParameter(const std::string& name, const float* data,
-                                         const Shape& shape) {
-  Impl& m = *impl_;
-  std::lock_guard<std::mutex> lock(m.mutex);
+Status MultiheadAttention::CheckParameter(const std::string& name, const float* data,
+                                          const Shape& shape) const {
   std::vector<std::string> names;
   for (const ParameterSpec& spec : AcceptedParameters()) {
     names.push_back(spec.name);
@@ -168,40 +166,55 @@ Status MultiheadAttention::LoadParameter(const std::string& name, const float* d
                                      ", got " + ShapeString(shape));
     }
     if (data == nullptr) return Status::InvalidArgument(name + ": data is null");
-    const int64_t q_size = m.qk * m.embed_dim, k_size = m.qk * m.kdim;
-    float* dst = nullptr;
-    if (name == "in_proj_weight" || name == "q_proj_weight") dst = m.in_weight.data();
-    if (name == "k_proj_weight") dst = m.in_weight.data() + q_size;
-    if (name == "v_proj_weight") dst = m.in_weight.data() + q_size + k_size;
-    if (name == "in_proj_bias") dst = m.in_bias.data();
-    if (name == "bias_k") dst = m.bias_k.data();
-    if (name == "bias_v") dst = m.bias_v.data();
-    if (name == "out_proj.weight") dst = m.out_weight.data();
-    if (name == "out_proj.bias") dst = m.out_bias.data();
-    std::memcpy(dst, data, static_cast<size_t>(NumElements(shape)) * sizeof(float));
-    m.loaded.insert(name);
-    for (PackedLinear* p : {&m.q_proj, &m.k_proj, &m.v_proj, &m.qkv_proj, &m.out_proj}) {
-      p->Invalidate();
-    }
     return Status::Ok();
   }
   return Status::InvalidArgument("state_dict: unexpected parameter '" + name +
                                  "' for this configuration; expected one of: " + Join(names));
 }
 
+Status MultiheadAttention::LoadParameter(const std::string& name, const float* data,
+                                         const Shape& shape) {
+  MHA_RETURN_IF_ERROR(CheckParameter(name, data, shape));
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mutex);
+  const int64_t q_size = m.qk * m.embed_dim, k_size = m.qk * m.kdim;
+  float* dst = nullptr;
+  if (name == "in_proj_weight" || name == "q_proj_weight") dst = m.in_weight.data();
+  if (name == "k_proj_weight") dst = m.in_weight.data() + q_size;
+  if (name == "v_proj_weight") dst = m.in_weight.data() + q_size + k_size;
+  if (name == "in_proj_bias") dst = m.in_bias.data();
+  if (name == "bias_k") dst = m.bias_k.data();
+  if (name == "bias_v") dst = m.bias_v.data();
+  if (name == "out_proj.weight") dst = m.out_weight.data();
+  if (name == "out_proj.bias") dst = m.out_bias.data();
+  std::memcpy(dst, data, static_cast<size_t>(NumElements(shape)) * sizeof(float));
+  m.loaded.insert(name);
+  for (PackedLinear* p : {&m.q_proj, &m.k_proj, &m.v_proj, &m.qkv_proj, &m.out_proj}) {
+    p->Invalidate();
+  }
+  return Status::Ok();
+}
+
 Status MultiheadAttention::LoadStateDict(const std::map<std::string, TensorView>& tensors,
                                          const std::string& prefix) {
-  std::set<std::string> seen;
+  // Everything is checked before anything loads: a bad dict changes nothing.
+  std::map<std::string, const TensorView*> params;
   for (const auto& [full_name, tensor] : tensors) {
     if (full_name.compare(0, prefix.size(), prefix) != 0) continue;
     const std::string name = full_name.substr(prefix.size());
-    MHA_RETURN_IF_ERROR(LoadParameter(name, tensor.data, tensor.shape));
-    seen.insert(name);
+    const Status status = CheckParameter(name, tensor.data, tensor.shape);
+    if (!status.ok()) return Status(status.code(), prefix + status.message());
+    params[name] = &tensor;
   }
+  std::set<std::string> seen;
+  for (const auto& entry : params) seen.insert(entry.first);
   std::vector<std::string> missing = MissingParameters(seen);
   for (std::string& name : missing) name = prefix + name;
   if (!missing.empty()) {
     return Status::InvalidArgument("state_dict: missing parameters: " + Join(missing));
+  }
+  for (const auto& [name, tensor] : params) {
+    MHA_RETURN_IF_ERROR(LoadParameter(name, tensor->data, tensor->shape));
   }
   return Status::Ok();
 }

@@ -91,12 +91,23 @@ class MultiheadAttention {
   // and q/k/v_proj_weight are interchangeable (the same rows).
   Status LoadParameter(const std::string& name, const float* data, const Shape& shape);
 
-  // Loads every parameter from `tensors`; unknown names are an error, and so
-  // is a missing one. Names may carry `prefix` (e.g. "attn.").
+  // Parameters() plus the equivalent in_proj_weight / q,k,v_proj_weight form.
+  std::vector<ParameterSpec> AcceptedParameters() const;
+
+  // Parameters() not covered by the names in `have`.
+  std::vector<std::string> MissingParameters(const std::set<std::string>& have) const;
+
+  // Whether LoadParameter would accept this name, shape and data.
+  Status CheckParameter(const std::string& name, const float* data, const Shape& shape) const;
+
+  // Loads every parameter from `tensors`, all or nothing: an unknown name, a
+  // wrong shape or a missing parameter is an error and loads nothing. Only
+  // names that start with `prefix` (e.g. "layers.0.attn.") are considered.
   Status LoadStateDict(const std::map<std::string, TensorView>& tensors,
                        const std::string& prefix = "");
 
-  // Loads from the bytes of a .safetensors file (F32, F16 or BF16 tensors).
+  // Loads from the bytes of a .safetensors file (F32, F16 or BF16 tensors),
+  // all or nothing as LoadStateDict.
   Status LoadSafetensors(const uint8_t* bytes, size_t size, const std::string& prefix = "");
 
   // `pool` may be null (runs on the calling thread).
@@ -108,10 +119,6 @@ class MultiheadAttention {
 
  private:
   explicit MultiheadAttention(const MultiheadAttentionConfig& config);
-  // Parameters() plus the equivalent in_proj_weight / q,k,v_proj_weight form.
-  std::vector<ParameterSpec> AcceptedParameters() const;
-  // Parameters() not covered by the names in `have`.
-  std::vector<std::string> MissingParameters(const std::set<std::string>& have) const;
   struct Impl;
   MultiheadAttentionConfig config_;
   std::unique_ptr<Impl> impl_;

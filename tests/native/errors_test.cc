@@ -125,11 +125,16 @@ TEST_F(ErrorsTest, ParameterOfWrongShape) {
               {"in_proj_weight", "(24, 8)", "(8, 24)"});
 }
 
-TEST_F(ErrorsTest, MissingParameterInStateDict) {
-  std::map<std::string, TensorView> dict = {{"m.in_proj_weight", {in_w_.data(), {3 * kE, kE}}},
-                                            {"m.out_proj.weight", {out_w_.data(), {kE, kE}}}};
+TEST_F(ErrorsTest, MissingParameterInStateDictLoadsNothing) {
+  // Different weights for the parameters given: TearDown's forward proves
+  // none of them was loaded.
+  const std::vector<float> other_w = RandomVector(3 * kE * kE, 99), other_out = RandomVector(kE * kE, 98);
+  std::map<std::string, TensorView> dict = {{"m.in_proj_weight", {other_w.data(), {3 * kE, kE}}},
+                                            {"m.out_proj.weight", {other_out.data(), {kE, kE}}}};
   ExpectError(module_->LoadStateDict(dict, "m."), {"missing", "m.in_proj_bias", "m.out_proj.bias"});
-  LoadAll();
+  dict["m.in_proj_bias"] = {in_b_.data(), {3 * kE}};
+  dict["m.out_proj.bias"] = {out_b_.data(), {kE + 1}};
+  ExpectError(module_->LoadStateDict(dict, "m."), {"m.out_proj.bias", "(8,)", "(9,)"});
 }
 
 TEST_F(ErrorsTest, ForwardBeforeParametersLoaded) {
