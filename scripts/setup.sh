@@ -2,7 +2,7 @@
 # Installs what the build and tests need and is missing (Debian 12). Idempotent.
 set -euo pipefail
 
-PACKAGES=(cmake g++ make libhwy-dev libgtest-dev libbenchmark-dev emscripten chromium)
+PACKAGES=(cmake g++ make libhwy-dev libgtest-dev libbenchmark-dev emscripten chromium clang-14 libclang-rt-14-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -161,7 +161,8 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
                               query.shape == key.shape && qkv_proj.out() > 0;
   if (self_attention) {
     q_ld = k_ld = v_ld = 2 * QK + VV;
-    float* buf = qkv.Get(L * N * q_ld);
+    // At least one row, so the K and V offsets below stay inside a real buffer when L * N == 0.
+    float* buf = qkv.Get(std::max<size_t>(L * N, 1) * q_ld);
     qkv_proj.Apply(query.data, E, L * N, buf, q_ld, pool);
     Q = buf;
     K = buf + QK;
@@ -169,7 +170,7 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
   } else {
     q_ld = k_ld = QK;
     v_ld = VV;
-    float* buf = qkv.Get(L * N * QK + S * N * (QK + VV));
+    float* buf = qkv.Get(L * N * QK + S * N * (QK + VV) + 1);  // + 1: never null
     float* k_buf = buf + L * N * QK;
     float* v_buf = k_buf + S * N * QK;
     q_proj.Apply(query.data, E, L * N, buf, QK, pool);

@@ -1,0 +1,224 @@
+// The forward fuzz case: MultiheadAttention::Forward or
+// ScaledDotProductAttention with fuzzed everything, checked against
+// tests/fuzz/reference_mha.h. Small dims keep each case fast and in range.
+#include <cmath>
+#include <map>
+#include <memory>
+
+#include "src/multihead_attention.h"
+#include "tests/fuzz/fuzz_cases.h"
+#include "tests/fuzz/fuzz_check.h"
+#include "tests/fuzz/reference_mha.h"
+
+namespace mha_fuzz {
+namespace {
+
+using mha::Shape;
+
+bool NonNegative(const Shape& s) {
+  for (int64_t d : s) {
+    if (d < 0) return false;
+  }
+  return true;
+}
+
+// The forward contract's shape rules (multihead_attention.h), restated.
+bool MhaShapesValid(const mha::MultiheadAttentionConfig& c, const Shape& q, const Shape& k,
+                    const Shape& v, const mha::ForwardOptions& o) {
+  const size_t rank = q.size();
+  if ((rank != 2 && rank != 3) || k.size() != rank || v.size() != rank) return false;
+  if (!NonNegative(q) || !NonNegative(k) || !NonNegative(v)) return false;
+  const bool batched = rank == 3, bf = batched && c.batch_first;
+  const int64_t L = q[bf ? 1 : 0], S = k[bf ? 1 : 0], N = batched ? q[bf ? 0 : 1] : 1;
+  auto layout = [&](int64_t seq, int64_t f) {
+    return !batched ? Shape{seq, f} : bf ? Shape{N, seq, f} : Shape{seq, N, f};
+  };
+  if (q != layout(L, c.embed_dim) || k != layout(S, c.kdim) || v != layout(S, c.vdim)) return false;
+  if (S == 0 && !c.add_bias_kv && !c.add_zero_attn) return false;
+  const Shape kpm = batched ? Shape{N, S} : Shape{S};
+  if (o.key_padding_mask.present() && o.key_padding_mask.shape != kpm) return false;
+  const Shape per_head = {batched ? N * c.num_heads : c.num_heads, L, S};
+  const Shape& am = o.attn_mask.shape;
+  return !o.attn_mask.present() || am == Shape{L, S} || am == per_head;
+}
+
+// scaled_dot_product_attention's shape rules (multihead_attention.h), restated.
+bool SdpaShapesValid(const Shape& q, const Shape& k, const Shape& v, const mha::SdpaOptions& o) {
+  const size_t rank = q.size();
+  if ((rank != 3 && rank != 4) || k.size() != rank || v.size() != rank) return false;
+  if (!NonNegative(q) || !NonNegative(k) || !NonNegative(v)) return false;
+  Shape k_want = q, v_want = q;
+  k_want[rank - 2] = v_want[rank - 2] = k[rank - 2];
+  v_want[rank - 1] = v[rank - 1];
+  if (k != k_want || v != v_want || q[rank - 1] == 0 || k[rank - 2] == 0) return false;
+  if (!o.attn_mask.present()) return true;
+  if (o.is_causal) return false;
+  const Shape& m = o.attn_mask.shape;
+  if (m.size() < 2 || m.size() > rank || m.back() != k[rank - 2]) return false;
+  Shape target = q;
+  target[rank - 1] = k[rank - 2];
+  for (size_t d = 0; d < m.size(); ++d) {
+    const int64_t t = target[rank - m.size() + d];
+    if (m[d] != t && m[d] != 1) return false;
+  }
+  return true;
+}
+
+// NaN in a query row gives NaN in that row's whole output, as in PyTorch.
+std::string CheckNanRows(const std::vector<float>& query, size_t q_row, const mha::Tensor& out,
+                         size_t out_row) {
+  for (size_t r = 0; q_row > 0 && r < query.size() / q_row; ++r) {
+    bool nan_in = false;
+    for (size_t e = 0; e < q_row; ++e) nan_in |= std::isnan(query[r * q_row + e]);
+    for (size_t e = 0; nan_in && e < out_row; ++e) {
+      if (!std::isnan(out.data[r * out_row + e])) {
+        return "NaN in query row " + std::to_string(r) + " but output element " +
+               std::to_string(e) + " of that row is " + std::to_string(out.data[r * out_row + e]);
+      }
+    }
+  }
+  return "";
+}
+
+std::string Outcome(const mha::Status& status, bool valid, const std::string& shapes) {
+  if (status.ok()) return valid ? "" : "accepted an invalid call: " + shapes;
+  if (status.message().empty()) return "error without a message for " + shapes;
+  if (valid && status.code() != mha::StatusCode::kOutOfMemory) {
+    return "rejected a valid call (" + shapes + "): " + status.message();
+  }
+  return "";
+}
+
+std::string MhaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
+  mha::MultiheadAttentionConfig config;
+  config.num_heads = in.Int(1, 4);
+  config.embed_dim = in.Bool() ? in.Int(1, 16) : config.num_heads * in.Int(1, 4);
+  config.bias = in.Bool();
+  config.add_bias_kv = in.Int(0, 3) == 0;
+  config.add_zero_attn = in.Int(0, 3) == 0;
+  config.kdim = in.Int(0, 3) == 0 ? in.Int(1, 12) : 0;
+  config.vdim = in.Int(0, 3) == 0 ? in.Int(1, 12) : 0;
+  config.qk_head_dim = in.Int(0, 3) == 0 ? in.Int(1, 6) : 0;
+  config.v_head_dim = in.Int(0, 3) == 0 ? in.Int(1, 6) : 0;
+  config.batch_first = in.Bool();
+  std::unique_ptr<mha::MultiheadAttention> module;
+  const mha::Status created = mha::MultiheadAttention::Create(config, &module);
+  const bool creatable = config.embed_dim % config.num_heads == 0 ||
+                         (config.qk_head_dim > 0 && config.v_head_dim > 0);
+  if (created.ok() != creatable || (!created.ok() && created.message().empty())) {
+    return "Create(embed_dim " + std::to_string(config.embed_dim) + ", num_heads " +
+           std::to_string(config.num_heads) + "): " + (created.ok() ? "ok" : created.message());
+  }
+  if (!created.ok()) return "";
+  const mha::MultiheadAttentionConfig& c = module->config();
+
+  // Parameters; now and then one is left out, and Forward must then refuse.
+  std::map<std::string, std::vector<float>> params;
+  const std::vector<mha::ParameterSpec> specs = module->Parameters();
+  const int skipped = in.Int(0, 15) == 0 ? in.Int(0, 15) % static_cast<int>(specs.size()) : -1;
+  bool tame = true;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (static_cast<int>(i) == skipped) continue;
+    std::vector<float>& values = params[specs[i].name];
+    FuzzTensor(in, specs[i].shape, specials, &values);
+    tame &= Tame(values);
+    const mha::Status loaded = module->LoadParameter(specs[i].name, values.data(), specs[i].shape);
+    if (!loaded.ok()) return "LoadParameter(" + specs[i].name + "): " + loaded.message();
+  }
+
+  const bool batched = in.Int(0, 3) != 0;
+  const bool self = c.kdim == c.embed_dim && c.vdim == c.embed_dim && in.Int(0, 3) == 0;
+  const int64_t L = in.Int(0, 9), N = in.Int(0, 3), H = c.num_heads;
+  const int64_t S = self ? L : in.Int(0, 9);
+  auto layout = [&](int64_t seq, int64_t f) {
+    return !batched ? Shape{seq, f} : c.batch_first ? Shape{N, seq, f} : Shape{seq, N, f};
+  };
+  std::vector<float> qd, kd, vd, kpm_f, am_f;
+  std::vector<uint8_t> kpm_b, am_b;
+  const mha::TensorView query = FuzzTensor(in, MaybeBreak(in, layout(L, c.embed_dim)), specials, &qd);
+  mha::TensorView key = query, value = query;
+  if (!self) {
+    key = FuzzTensor(in, MaybeBreak(in, layout(S, c.kdim)), specials, &kd);
+    value = FuzzTensor(in, MaybeBreak(in, layout(S, c.vdim)), specials, &vd);
+  }
+  mha::ForwardOptions o;
+  o.key_padding_mask = FuzzMask(in, in.Int(0, 2), MaybeBreak(in, batched ? Shape{N, S} : Shape{S}),
+                                specials, &kpm_b, &kpm_f);
+  const Shape am_shape = in.Bool() ? Shape{L, S} : Shape{batched ? N * H : H, L, S};
+  o.attn_mask = FuzzMask(in, in.Int(0, 2), MaybeBreak(in, am_shape), specials, &am_b, &am_f);
+  o.need_weights = in.Bool();
+  o.average_attn_weights = in.Bool();
+  o.is_causal = in.Int(0, 3) == 0;
+
+  mha::ForwardResult result;
+  const mha::Status status = module->Forward(query, key, value, o, &result, pool);
+  const bool valid = MhaShapesValid(c, query.shape, key.shape, value.shape, o) && skipped < 0;
+  const std::string shapes = "MHA query " + mha::ShapeString(query.shape) + ", key " +
+                             mha::ShapeString(key.shape) + ", value " + mha::ShapeString(value.shape) +
+                             ", key_padding_mask " + mha::ShapeString(o.key_padding_mask.shape) +
+                             ", attn_mask " + mha::ShapeString(o.attn_mask.shape);
+  const std::string outcome = Outcome(status, valid, shapes);
+  if (!outcome.empty() || !status.ok()) return outcome;
+
+  tame &= Tame(qd) && Tame(kd) && Tame(vd) && Tame(kpm_f, true) && Tame(am_f, true);
+  if (!tame) {
+    return CheckNanRows(qd, c.embed_dim, result.output, c.embed_dim);
+  }
+  mha::ForwardResult expected;
+  ReferenceMha(c, params, query, key, value, o, &expected);
+  std::string diff = Compare(result.output, expected.output, shapes + ": output");
+  if (diff.empty()) diff = Compare(result.weights, expected.weights, shapes + ": weights");
+  return diff;
+}
+
+std::string SdpaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
+  const bool rank4 = in.Bool();
+  const int64_t B = in.Int(0, 2), H = in.Int(0, 3), L = in.Int(0, 9), S = in.Int(0, 9);
+  const int64_t E = in.Int(0, 8), Ev = in.Int(0, 8);
+  auto shape = [&](int64_t seq, int64_t f) { return rank4 ? Shape{B, H, seq, f} : Shape{B, seq, f}; };
+  std::vector<float> qd, kd, vd, mask_f;
+  std::vector<uint8_t> mask_b;
+  const mha::TensorView query = FuzzTensor(in, MaybeBreak(in, shape(L, E)), specials, &qd);
+  const mha::TensorView key = FuzzTensor(in, MaybeBreak(in, shape(S, E)), specials, &kd);
+  const mha::TensorView value = FuzzTensor(in, MaybeBreak(in, shape(S, Ev)), specials, &vd);
+  mha::SdpaOptions o;
+  // A mask of 2 to 4 trailing dims of (B, H, L, S), some broadcast (1).
+  Shape mask_shape = shape(L, S);
+  mask_shape.erase(mask_shape.begin(), mask_shape.begin() + in.Int(0, rank4 ? 2 : 1));
+  for (size_t d = 0; d + 1 < mask_shape.size(); ++d) {
+    if (in.Int(0, 3) == 0) mask_shape[d] = 1;
+  }
+  o.attn_mask = FuzzMask(in, in.Int(0, 2), MaybeBreak(in, mask_shape), specials, &mask_b, &mask_f);
+  o.is_causal = in.Int(0, 3) == 0;
+  o.scale = in.Int(0, 3) == 0 ? in.Value(specials) : 0.0f;
+
+  mha::Tensor output;
+  const mha::Status status = mha::ScaledDotProductAttention(query, key, value, o, &output, pool);
+  const bool valid = SdpaShapesValid(query.shape, key.shape, value.shape, o);
+  const std::string shapes = "SDPA query " + mha::ShapeString(query.shape) + ", key " +
+                             mha::ShapeString(key.shape) + ", value " + mha::ShapeString(value.shape) +
+                             ", attn_mask " + mha::ShapeString(o.attn_mask.shape) +
+                             (o.is_causal ? ", causal" : "");
+  const std::string outcome = Outcome(status, valid, shapes);
+  if (!outcome.empty() || !status.ok()) return outcome;
+
+  const size_t q_row = query.shape.back(), out_row = value.shape.back();
+  if (!(Tame(qd) && Tame(kd) && Tame(vd) && Tame(mask_f, true) && Tame({o.scale}))) {
+    return CheckNanRows(qd, q_row, output, out_row);
+  }
+  mha::Tensor expected;
+  ReferenceSdpa(query, key, value, o, &expected);
+  return Compare(output, expected, shapes + ": output");
+}
+
+}  // namespace
+
+std::string RunForwardCase(const uint8_t* data, size_t size) {
+  static mha::ThreadPool shared_pool(2);
+  FuzzInput in(data, size);
+  const bool specials = in.Int(0, 3) == 0;
+  mha::ThreadPool* pool = in.Bool() ? &shared_pool : nullptr;
+  return in.Bool() ? SdpaCase(in, specials, pool) : MhaCase(in, specials, pool);
+}
+
+}  // namespace mha_fuzz

@@ -1,0 +1,216 @@
+#include "tests/fuzz/reference_mha.h"
+
+#include <cmath>
+#include <limits>
+
+namespace mha_fuzz {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+// Element `i` of a mask as an additive score term; `masked_if` is the bool
+// value that masks (true for MHA, false for SDPA).
+double MaskTerm(const mha::MaskView& m, size_t i, bool masked_if) {
+  if (m.kind == mha::MaskKind::kFloat) return m.float_data[i];
+  return (m.bool_data[i] != 0) == masked_if ? kNegInf : 0.0;
+}
+
+// softmax over `s` in place; a row of only -inf becomes NaN, as in PyTorch.
+void Softmax(std::vector<double>* s) {
+  double max = kNegInf;
+  for (double x : *s) max = x > max ? x : max;
+  double sum = 0.0;
+  for (double& x : *s) sum += (x = std::exp(x - max));
+  for (double& x : *s) x /= sum;
+}
+
+// Rows of x (row-major, `in` features) times W^T (out x in) + b.
+std::vector<double> Project(const std::vector<double>& x, size_t rows, size_t in,
+                            const float* w, const float* b, size_t out) {
+  std::vector<double> y(rows * out);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t o = 0; o < out; ++o) {
+      double acc = b != nullptr ? b[o] : 0.0;
+      for (size_t e = 0; e < in; ++e) acc += double(w[o * in + e]) * x[r * in + e];
+      y[r * out + o] = acc;
+    }
+  }
+  return y;
+}
+
+// Input (seq, N, F) / (N, seq, F) / (seq, F) gathered as rows n * seq + t.
+std::vector<double> Gather(const mha::TensorView& t, size_t seq, size_t n_batch, size_t f,
+                           bool batch_first) {
+  std::vector<double> rows(n_batch * seq * f);
+  for (size_t n = 0; n < n_batch; ++n) {
+    for (size_t s = 0; s < seq; ++s) {
+      const size_t src = batch_first ? n * seq + s : s * n_batch + n;
+      for (size_t e = 0; e < f; ++e) rows[(n * seq + s) * f + e] = t.data[src * f + e];
+    }
+  }
+  return rows;
+}
+
+const float* Param(const std::map<std::string, std::vector<float>>& p, const std::string& name) {
+  auto it = p.find(name);
+  return it == p.end() ? nullptr : it->second.data();
+}
+
+}  // namespace
+
+void ReferenceMha(const mha::MultiheadAttentionConfig& c,
+                  const std::map<std::string, std::vector<float>>& p,
+                  const mha::TensorView& query, const mha::TensorView& key,
+                  const mha::TensorView& value, const mha::ForwardOptions& o,
+                  mha::ForwardResult* result) {
+  const bool batched = query.shape.size() == 3;
+  const bool bf = batched && c.batch_first;
+  const size_t L = query.shape[bf ? 1 : 0], S = key.shape[bf ? 1 : 0];
+  const size_t N = batched ? query.shape[bf ? 0 : 1] : 1;
+  const size_t E = c.embed_dim, H = c.num_heads, dq = c.qk_head_dim, dv = c.v_head_dim;
+  const size_t QK = H * dq, VV = H * dv;
+
+  const float* wq = Param(p, "in_proj_weight");
+  const float *wk, *wv;
+  if (wq != nullptr) {
+    wk = wq + QK * E;
+    wv = wk + QK * E;
+  } else {
+    wq = Param(p, "q_proj_weight");
+    wk = Param(p, "k_proj_weight");
+    wv = Param(p, "v_proj_weight");
+  }
+  const float* in_bias = Param(p, "in_proj_bias");
+  const std::vector<double> q =
+      Project(Gather(query, L, N, E, bf), N * L, E, wq, in_bias, QK);
+  const std::vector<double> k =
+      Project(Gather(key, S, N, c.kdim, bf), N * S, c.kdim, wk, in_bias ? in_bias + QK : nullptr, QK);
+  const std::vector<double> v = Project(Gather(value, S, N, c.vdim, bf), N * S, c.vdim, wv,
+                                        in_bias ? in_bias + 2 * QK : nullptr, VV);
+  const float* bias_k = Param(p, "bias_k");
+  const float* bias_v = Param(p, "bias_v");
+  const size_t keys = S + (c.add_bias_kv ? 1 : 0) + (c.add_zero_attn ? 1 : 0);
+  const double scale = 1.0 / std::sqrt(double(dq));
+
+  std::vector<double> heads_out(N * L * VV);
+  std::vector<double> weights(N * H * L * keys);
+  std::vector<double> s(keys);
+  for (size_t n = 0; n < N; ++n) {
+    for (size_t h = 0; h < H; ++h) {
+      for (size_t i = 0; i < L; ++i) {
+        const double* qi = &q[(n * L + i) * QK + h * dq];
+        for (size_t j = 0; j < keys; ++j) {
+          double dot = 0.0;
+          for (size_t d = 0; d < dq; ++d) {
+            double kd = 0.0;  // the zero-attention key
+            if (j < S) kd = k[(n * S + j) * QK + h * dq + d];
+            if (j == S && c.add_bias_kv) kd = bias_k[h * dq + d];
+            dot += qi[d] * kd;
+          }
+          s[j] = dot * scale;
+          if (j >= S) continue;  // bias_k and zero keys are never masked
+          const mha::MaskView& am = o.attn_mask;
+          if (am.present()) {
+            const size_t plane = am.shape.size() == 3 ? (n * H + h) : 0;
+            s[j] += MaskTerm(am, (plane * L + i) * S + j, true);
+          }
+          if (o.key_padding_mask.present()) s[j] += MaskTerm(o.key_padding_mask, n * S + j, true);
+          if (o.is_causal && j > i) s[j] = kNegInf;
+        }
+        Softmax(&s);
+        for (size_t j = 0; j < keys; ++j) weights[((n * H + h) * L + i) * keys + j] = s[j];
+        for (size_t d = 0; d < dv; ++d) {
+          double acc = 0.0;
+          for (size_t j = 0; j < keys; ++j) {
+            double vd = 0.0;
+            if (j < S) vd = v[(n * S + j) * VV + h * dv + d];
+            if (j == S && c.add_bias_kv) vd = bias_v[h * dv + d];
+            acc += s[j] * vd;
+          }
+          heads_out[(n * L + i) * VV + h * dv + d] = acc;
+        }
+      }
+    }
+  }
+
+  const std::vector<double> y =
+      Project(heads_out, N * L, VV, Param(p, "out_proj.weight"), Param(p, "out_proj.bias"), E);
+  result->output.shape = query.shape;
+  result->output.data.assign(N * L * E, 0.0f);
+  for (size_t n = 0; n < N; ++n) {
+    for (size_t i = 0; i < L; ++i) {
+      const size_t dst = bf || !batched ? n * L + i : i * N + n;
+      for (size_t e = 0; e < E; ++e) result->output.data[dst * E + e] = float(y[(n * L + i) * E + e]);
+    }
+  }
+
+  result->weights = mha::Tensor();
+  if (!o.need_weights) return;
+  const int64_t L64 = L, K64 = keys, N64 = N, H64 = H;
+  if (o.average_attn_weights) {
+    result->weights.shape = batched ? mha::Shape{N64, L64, K64} : mha::Shape{L64, K64};
+    result->weights.data.assign(N * L * keys, 0.0f);
+    for (size_t n = 0; n < N; ++n) {
+      for (size_t x = 0; x < L * keys; ++x) {
+        double sum = 0.0;
+        for (size_t h = 0; h < H; ++h) sum += weights[(n * H + h) * L * keys + x];
+        result->weights.data[n * L * keys + x] = float(sum / H);
+      }
+    }
+  } else {
+    result->weights.shape = batched ? mha::Shape{N64, H64, L64, K64} : mha::Shape{H64, L64, K64};
+    result->weights.data.assign(weights.begin(), weights.end());
+  }
+}
+
+void ReferenceSdpa(const mha::TensorView& query, const mha::TensorView& key,
+                   const mha::TensorView& value, const mha::SdpaOptions& o, mha::Tensor* output) {
+  const size_t rank = query.shape.size();
+  const size_t B = query.shape[0], H = rank == 4 ? query.shape[1] : 1;
+  const size_t L = query.shape[rank - 2], E = query.shape[rank - 1];
+  const size_t S = key.shape[rank - 2], Ev = value.shape[rank - 1];
+  const double scale = o.scale != 0.0f ? double(o.scale) : 1.0 / std::sqrt(double(E));
+  output->shape = query.shape;
+  output->shape[rank - 1] = Ev;
+  output->data.assign(B * H * L * Ev, 0.0f);
+
+  // The mask's element for (b, h, i, j), its dims right-aligned to (B, H, L, S)
+  // ((B, L, S) for rank 3), size-1 dims broadcasting.
+  const mha::MaskView& m = o.attn_mask;
+  auto mask_index = [&](size_t b, size_t h, size_t i, size_t j) {
+    const std::vector<size_t> coords =
+        rank == 4 ? std::vector<size_t>{b, h, i, j} : std::vector<size_t>{b, i, j};
+    const size_t offset = rank - m.shape.size();
+    size_t index = 0;
+    for (size_t d = 0; d < m.shape.size(); ++d) {
+      index = index * m.shape[d] + (m.shape[d] == 1 ? 0 : coords[d + offset]);
+    }
+    return index;
+  };
+
+  std::vector<double> s(S);
+  for (size_t b = 0; b < B; ++b) {
+    for (size_t h = 0; h < H; ++h) {
+      const size_t bh = b * H + h;
+      for (size_t i = 0; i < L; ++i) {
+        for (size_t j = 0; j < S; ++j) {
+          double dot = 0.0;
+          for (size_t e = 0; e < E; ++e) {
+            dot += double(query.data[(bh * L + i) * E + e]) * key.data[(bh * S + j) * E + e];
+          }
+          s[j] = dot * scale;
+          if (m.present()) s[j] += MaskTerm(m, mask_index(b, h, i, j), false);
+          if (o.is_causal && j > i) s[j] = kNegInf;
+        }
+        Softmax(&s);
+        for (size_t d = 0; d < Ev; ++d) {
+          double acc = 0.0;
+          for (size_t j = 0; j < S; ++j) acc += s[j] * value.data[(bh * S + j) * Ev + d];
+          output->data[(bh * L + i) * Ev + d] = float(acc);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace mha_fuzz

@@ -1,0 +1,30 @@
+// Independent scalar (double) references for the fuzz targets: the PyTorch
+// math written out loop by loop, sharing no code with src/.
+#ifndef MHA_TESTS_FUZZ_REFERENCE_MHA_H_
+#define MHA_TESTS_FUZZ_REFERENCE_MHA_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/multihead_attention.h"
+
+namespace mha_fuzz {
+
+// nn.MultiheadAttention.forward (non-fused path, DESIGN.md semantics) for a
+// resolved config (kdim, vdim, head dims filled in) and state_dict `params`
+// in the Parameters() form. Inputs must already have valid shapes.
+void ReferenceMha(const mha::MultiheadAttentionConfig& c,
+                  const std::map<std::string, std::vector<float>>& params,
+                  const mha::TensorView& query, const mha::TensorView& key,
+                  const mha::TensorView& value, const mha::ForwardOptions& options,
+                  mha::ForwardResult* result);
+
+// F.scaled_dot_product_attention (PyTorch 2.x) on valid, rank-3 or rank-4 inputs.
+void ReferenceSdpa(const mha::TensorView& query, const mha::TensorView& key,
+                   const mha::TensorView& value, const mha::SdpaOptions& options,
+                   mha::Tensor* output);
+
+}  // namespace mha_fuzz
+
+#endif  // MHA_TESTS_FUZZ_REFERENCE_MHA_H_

@@ -1,0 +1,6 @@
+// libFuzzer entry point: tests/fuzz/safetensors_case.cc.
+#include "tests/fuzz/fuzz_cases.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return mha_fuzz::AbortOnProblem("safetensors", mha_fuzz::RunSafetensorsCase(data, size));
+}
