@@ -72,6 +72,11 @@ function showMessage(text, kind = 'error') {
   if (kind === 'error') result.dataset.error = text;
 }
 
+// Fades the last results while the settings on screen did not produce them.
+function showStale(stale) {
+  document.querySelector('.results').classList.toggle('stale', stale);
+}
+
 function clearMessage() {
   byId('message').hidden = true;
   result.dataset.error = '';
@@ -236,9 +241,11 @@ async function runNow() {
     setBatchItems(problem.view.batch);
     renderResults(problem, reply, Number(byId('batch-item').value), tooltip);
     clearMessage();
+    showStale(false);
     recordRun('done', reply);
   } catch (error) {
     showMessage(error.message);
+    showStale(true);
     byId('stat-time-note').textContent = 'failed';
     recordRun('error', null);
   } finally {
