@@ -3,8 +3,14 @@
 import { buildPreset, presetHeadNames } from './preset-weights.js';
 import { createRng, normalTensor, randomStateDict } from './random.js';
 
-const LIMITS = { embedDim: [1, 2048], numHeads: [1, 256], queryLength: [1, 2048], keyLength: [1, 2048], batch: [1, 64], repeats: [1, 100] };
-const LABELS = { embedDim: 'embed dim', numHeads: 'heads', queryLength: 'query length L', keyLength: 'key length S', batch: 'batch', repeats: 'runs' };
+const LIMITS = {
+  embedDim: [1, 2048], numHeads: [1, 256], queryLength: [1, 2048], keyLength: [1, 2048], batch: [1, 64],
+  repeats: [1, 100], seed: [0, 2 ** 32 - 1],
+};
+const LABELS = {
+  embedDim: 'embed dim', numHeads: 'heads', queryLength: 'query length L', keyLength: 'key length S', batch: 'batch',
+  repeats: 'timed runs', seed: 'seed',
+};
 const MAX_WEIGHT_VALUES = 16 * 1024 * 1024; // 64 MB of float32 attention weights
 export const MAX_PAINTED_LENGTH = 128; // larger grids are too small to paint by hand
 const MAX_INPUT_VALUES = 16 * 1024 * 1024; // per input tensor: keeps the page's memory modest
@@ -101,9 +107,10 @@ function buildMasks(settings, painted) {
 }
 
 function generatedProblem(settings, file, painted) {
-  for (const name of ['embedDim', 'numHeads', 'queryLength', 'keyLength', 'batch']) checkInteger(name, settings[name]);
+  for (const name of ['embedDim', 'numHeads', 'queryLength', 'keyLength', 'batch', 'seed']) checkInteger(name, settings[name]);
   const { embedDim: e, numHeads: h, queryLength: l, keyLength: s, batch: n, seed } = settings;
-  if (e % h !== 0) throw new Error(`heads (${h}) must divide embed dim (${e})`);
+  // A file's module may set its own head dims; the engine checks those.
+  if (settings.source !== 'file' && e % h !== 0) throw new Error(`heads (${h}) must divide embed dim (${e})`);
   if (n * Math.max(l, s) * e > MAX_INPUT_VALUES) {
     throw new Error(`inputs of ${Math.max(l, s)} x ${n} x ${e} are too large for the demo (at most ${MAX_INPUT_VALUES} values each); use fewer tokens, a smaller batch or embed dim`);
   }
