@@ -19,7 +19,12 @@ export class EngineClient {
     };
     worker.onmessageerror = () => this.#failAll('the engine worker sent a message that could not be read');
     this.#worker = worker;
-    return this.#request({ type: 'init', threads });
+    try {
+      return await this.#request({ type: 'init', threads });
+    } catch (error) {
+      if (this.#worker === worker) this.stop(); // a worker without an engine is of no use
+      throw error;
+    }
   }
 
   stop() {

@@ -205,7 +205,7 @@ async function startEngine() {
     result.dataset.state = 'ready';
   } catch (error) {
     byId('badge-build').textContent = 'engine failed to load';
-    showMessage(`The engine could not start: ${error.message}`);
+    showMessage(`The engine could not start: ${error.message}\n(If dist/ has no WASM build yet, run \`npm run build\`; \`npm start\` does it for you.)`);
     result.dataset.state = 'error';
   }
 }
