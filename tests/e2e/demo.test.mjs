@@ -231,13 +231,29 @@ test('a screenshot after a run is saved', async () => {
   const canvas = page.locator('#mask-canvas');
   const box = await canvas.boundingBox();
   const cell = box.width / 16;
-  await runAfter(page, async () => {
+  // Drag down the first column from query 10 to 15: the first-token head must look elsewhere there.
+  const state = await runAfter(page, async () => {
     await page.mouse.move(box.x + cell * 0.5, box.y + cell * 10.5);
     await page.mouse.down();
     await page.mouse.move(box.x + cell * 0.5, box.y + cell * 15.5, { steps: 6 });
     await page.mouse.up();
   });
-  await page.locator('#weights-maps canvas').first().hover({ position: { x: 30, y: 60 } });
+  const weights = parseTensor(state.weights);
+  const at = (h, row, col) => weights.data[(h * 16 + row) * 16 + col];
+  assert.ok(at(1, 9, 0) > 0.5, 'above the painted cells the first-token head still attends key 0');
+  for (let row = 10; row < 16; row++) {
+    for (let h = 0; h < 4; h++) assert.equal(at(h, row, 0), 0, `head ${h}, query ${row}, key 0`);
+  }
+
+  // The value under the pointer is the weight of that cell.
+  const map = page.locator('#weights-maps canvas').first();
+  const mapBox = await map.boundingBox();
+  await map.hover({ position: { x: (2.5 * mapBox.width) / 16, y: (4.5 * mapBox.height) / 16 } });
+  const tooltip = await page.locator('#tooltip').textContent();
+  assert.match(tooltip, /^head 0 · previous token · query 4 → key 2: /);
+  const shown = Number(tooltip.split(': ').at(-1));
+  assert.ok(Math.abs(shown - at(0, 4, 2)) <= 1e-3 * Math.abs(at(0, 4, 2)), `tooltip ${shown} vs ${at(0, 4, 2)}`);
+
   const path = await saveScreenshot(page, 'demo.png');
   assert.ok(readFileSync(path).length > 10_000, 'the screenshot has content');
 });

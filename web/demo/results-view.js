@@ -11,7 +11,7 @@ const cellSize = (span, count, largest) => (count > span ? span / count : Math.m
 function formatValue(v) {
   if (Number.isNaN(v)) return 'NaN';
   if (v === 0) return '0';
-  return Math.abs(v) >= 1e4 || Math.abs(v) < 1e-3 ? v.toExponential(3) : v.toFixed(4);
+  return Math.abs(v) >= 1e4 || Math.abs(v) < 1e-3 ? v.toExponential(3) : v.toPrecision(4);
 }
 
 function median(values) {
