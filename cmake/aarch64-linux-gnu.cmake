@@ -12,4 +12,8 @@ set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 # Test binaries (gtest_discover_tests, ctest) run under qemu-user. Its default
 # aarch64 CPU is `max` (NEON, SVE, SVE2, 512-bit SVE vectors); no `-cpu` here so
 # that QEMU_CPU can choose the SVE vector length (scripts/test_arm.sh sweeps it).
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L /usr/aarch64-linux-gnu)
+# No `-L /usr/aarch64-linux-gnu` either: the binaries load libhwy from the
+# multiarch tree, whose libc6:arm64 must come with its own dynamic loader
+# (/lib/ld-linux-aarch64.so.1); the cross toolchain's older loader with that
+# libc hangs in pthread_create.
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)
