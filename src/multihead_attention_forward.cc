@@ -25,7 +25,7 @@ Status CheckData(const char* arg, const Shape& shape, const void* data) {
   for (int64_t d : shape) {
     if (d < 0) return Status::InvalidArgument(std::string(arg) + ": negative dim in shape " + ShapeString(shape));
   }
-  if (data == nullptr && NumElements(shape) > 0) {
+  if (data == nullptr && ElementCount(shape) > 0) {
     return Status::InvalidArgument(std::string(arg) + ": data is null for shape " + ShapeString(shape));
   }
   return Status::Ok();
@@ -105,11 +105,16 @@ Status CheckForward(const MultiheadAttentionConfig& c, const TensorView& query,
     MHA_RETURN_IF_ERROR(
         CheckMask("attn_mask", o.attn_mask, {{L, S}, {H, L, S}}, "(L, S) or (num_heads, L, S) for unbatched input"));
   }
-  // Sizes the buffers will need must be representable.
-  const double elements = static_cast<double>(N) * std::max<int64_t>(L, S) *
-                          (3.0 * std::max({c.embed_dim, c.kdim, c.vdim}) + 3.0 * H * std::max(c.qk_head_dim, c.v_head_dim));
-  if (elements > 4.0e18 / sizeof(float)) {
-    return Status::OutOfMemory("query: shape " + ShapeString(query.shape) + " is too large");
+  // The largest buffers (projections, per-head weights, a converted 3-D mask)
+  // must be addressable, or their sizes and offsets would wrap around.
+  const double keys = S + (c.add_bias_kv ? 1 : 0) + (c.add_zero_attn ? 1 : 0);
+  const double projections = static_cast<double>(N) * std::max(L, S) *
+      (3.0 * std::max({c.embed_dim, c.kdim, c.vdim}) + 3.0 * H * std::max(c.qk_head_dim, c.v_head_dim));
+  const double weights = o.need_weights ? static_cast<double>(N) * H * L * keys : 0.0;
+  if (!Addressable(std::max({projections, weights, ElementCount(o.attn_mask.shape)}))) {
+    return Status::OutOfMemory("forward: out of memory for query " + ShapeString(query.shape) +
+                               " and key " + ShapeString(key.shape) +
+                               ": its buffers would exceed the address space");
   }
   return Status::Ok();
 }

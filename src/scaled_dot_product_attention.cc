@@ -1,5 +1,6 @@
 // ScaledDotProductAttention: F.scaled_dot_product_attention (PyTorch 2.x)
 // over (B, H, L, E) or (B, L, E) tensors, on the same attention kernel.
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <new>
@@ -44,7 +45,7 @@ Status CheckTensor(const char* arg, const TensorView& t) {
   for (int64_t d : t.shape) {
     if (d < 0) return Status::InvalidArgument(std::string(arg) + ": negative dim in shape " + ShapeString(t.shape));
   }
-  if (t.data == nullptr && NumElements(t.shape) > 0) {
+  if (t.data == nullptr && ElementCount(t.shape) > 0) {
     return Status::InvalidArgument(std::string(arg) + ": data is null for shape " + ShapeString(t.shape));
   }
   return Status::Ok();
@@ -94,15 +95,22 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
     const void* data = options.attn_mask.kind == MaskKind::kBool
                            ? static_cast<const void*>(options.attn_mask.bool_data)
                            : static_cast<const void*>(options.attn_mask.float_data);
-    if (data == nullptr && NumElements(options.attn_mask.shape) > 0) {
+    if (data == nullptr && ElementCount(options.attn_mask.shape) > 0) {
       return Status::InvalidArgument("attn_mask: data is null for shape " + ShapeString(options.attn_mask.shape));
     }
+  }
+  // The output and a converted bool mask must be addressable, or their sizes
+  // and offsets would wrap around (size_t is 32 bits in WebAssembly).
+  Shape out_shape = query.shape;
+  out_shape[rank - 1] = Ev;
+  if (!Addressable(std::max(ElementCount(out_shape), ElementCount(options.attn_mask.shape)))) {
+    return Status::OutOfMemory("out of memory for query " +
+                               ShapeString(query.shape) + " and value " + ShapeString(value.shape) +
+                               ": the output would exceed the address space");
   }
   try {
     std::vector<float> mask_storage;
     const float* mask = AdditiveMask(options.attn_mask, 0, &mask_storage);
-    Shape out_shape = query.shape;
-    out_shape[rank - 1] = Ev;
     output->shape = out_shape;
     output->data.assign(static_cast<size_t>(NumElements(out_shape)), 0.0f);
     const float scale = options.scale != 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(E));
@@ -136,7 +144,7 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
     AlignedBuffer scratch;
     RunAttentionHeads(heads, pool, &scratch);
   } catch (const std::bad_alloc&) {
-    return Status::OutOfMemory("scaled_dot_product_attention: out of memory for query " +
+    return Status::OutOfMemory("out of memory for query " +
                                ShapeString(query.shape) + " and key " + ShapeString(key.shape));
   } catch (const std::exception& e) {
     return Status::OutOfMemory(std::string("scaled_dot_product_attention: ") + e.what());

@@ -1,5 +1,7 @@
 #include "src/tensor.h"
 
+#include <cstdint>
+
 namespace mha {
 
 std::string ShapeString(const Shape& shape) {
@@ -16,6 +18,16 @@ int64_t NumElements(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
+}
+
+double ElementCount(const Shape& shape) {
+  double n = 1.0;
+  for (int64_t d : shape) n *= static_cast<double>(d);
+  return n;
+}
+
+bool Addressable(double elements, size_t element_size) {
+  return elements * static_cast<double>(element_size) < static_cast<double>(SIZE_MAX);
 }
 
 }  // namespace mha

@@ -49,6 +49,14 @@ std::string ShapeString(const Shape& shape);
 // Product of the dims; 0 for an empty shape list is never used (scalars are rejected).
 int64_t NumElements(const Shape& shape);
 
+// The product of the dims as a double: no overflow for hostile shapes.
+double ElementCount(const Shape& shape);
+
+// True when `elements` values of `element_size` bytes can be one buffer: the
+// byte count fits in size_t (32 bits in WebAssembly), so no size or offset
+// computed from the dims wraps around.
+bool Addressable(double elements, size_t element_size = sizeof(float));
+
 }  // namespace mha
 
 #endif  // MHA_SRC_TENSOR_H_

@@ -35,7 +35,9 @@ inline float RowMax(const float* HWY_RESTRICT x, size_t n) {
   return result;
 }
 
-// x[i] = exp(x[i] - shift) for i < n; returns their sum.
+// x[i] = exp(x[i] - shift) for i < n; returns their sum. A NaN stays NaN
+// (hn::Exp clamps its argument, which would turn it into ~0 and silently drop
+// the key): as in PyTorch, a NaN score makes its whole row NaN.
 inline float ExpShiftSum(float* HWY_RESTRICT x, size_t n, float shift) {
   const hn::ScalableTag<float> d;
   const hn::CappedTag<float, 1> d1;
@@ -44,13 +46,16 @@ inline float ExpShiftSum(float* HWY_RESTRICT x, size_t n, float shift) {
   auto vsum = hn::Zero(d);
   size_t i = 0;
   for (; i + lanes <= n; i += lanes) {
-    const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), vshift));
+    const auto shifted = hn::Sub(hn::LoadU(d, x + i), vshift);
+    const auto nan = hn::IsNaN(shifted);  // Exp itself must not see NaN (UB on EMU128)
+    const auto e = hn::IfThenElse(nan, shifted, hn::Exp(d, hn::IfThenZeroElse(nan, shifted)));
     hn::StoreU(e, d, x + i);
     vsum = hn::Add(vsum, e);
   }
   float sum = hn::GetLane(hn::SumOfLanes(d, vsum));
   for (; i < n; ++i) {
-    x[i] = hn::GetLane(hn::Exp(d1, hn::Set(d1, x[i] - shift)));
+    const float shifted = x[i] - shift;
+    x[i] = std::isnan(shifted) ? shifted : hn::GetLane(hn::Exp(d1, hn::Set(d1, shifted)));
     sum += x[i];
   }
   return sum;

@@ -105,7 +105,7 @@ export class MultiheadAttention {
   }
 
   async forward(query, key, value, options) {
-    const binding = this.checkAlive('forward');
+    this.checkAlive('forward');
     const o = checkOptionsObject(options, 'forward options', FORWARD_KEYS);
     checkTensor(query, 'query');
     checkTensor(key, 'key');
@@ -117,6 +117,8 @@ export class MultiheadAttention {
       average_attn_weights: checkBoolean(o.averageAttnWeights, 'averageAttnWeights', true),
       is_causal: checkBoolean(o.isCausal, 'isCausal', false),
     };
+    // Again: an option getter may have disposed the module meanwhile.
+    const binding = this.checkAlive('forward');
     return callCore(this.wasm, 'forward', (heap, result) => {
       return binding.forward(heap.copyTensor(query), heap.copyTensor(key),
         heap.copyTensor(value), {
