@@ -225,7 +225,10 @@ async function runNow() {
   running = true;
   try {
     if (!engine.running) await startEngine();
-    if (!engine.running) return;
+    if (!engine.running) {
+      recordRun('error', null); // startEngine has said why
+      return;
+    }
     const settings = readSettings();
     if (settings.source === 'file' && !loadedFile) {
       showMessage('Choose a .safetensors file above, or drop one anywhere on the page.', 'info');
