@@ -256,4 +256,5 @@ test('a screenshot after a run is saved', async () => {
 
   const path = await saveScreenshot(page, 'demo.png');
   assert.ok(readFileSync(path).length > 10_000, 'the screenshot has content');
+  assert.deepEqual(consoleErrors, [], 'no console errors in the whole session');
 });
