@@ -50,7 +50,7 @@ let report;
 try {
   report = await main(process.argv.slice(2));
 } catch (error) {
-  report = { error: String(error?.message ?? error).split('\n')[0].slice(0, 200) };
+  report = { error: String(error?.message ?? error).split('\n')[0].slice(0, 400) };
 }
 process.stdout.write(`${JSON.stringify(report)}\n`);
 // Engines' worker threads would keep the process alive.

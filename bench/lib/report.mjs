@@ -14,8 +14,11 @@ function describeWorkload(w) {
   return `${w.id}: B=${w.B} L=${w.L} S=${w.S} E=${w.E} H=${w.H}, ${masks.join(', ')}`;
 }
 
+// The reason of a failure, without onnxruntime's source paths and signatures.
 function shortError(error) {
-  return error.length > 60 ? `${error.slice(0, 57)}...` : error;
+  const ort = /ERROR_MESSAGE: (?:.*\(\) )?(.*)$/.exec(error);
+  const reason = ort ? ort[1] : error;
+  return reason.length > 60 ? `${reason.slice(0, 57)}...` : reason;
 }
 
 export function renderReport({ machine, engines, workloads, results, longest, peaks, load, minutes }) {
