@@ -6,7 +6,10 @@ PACKAGES=(cmake g++ make libhwy-dev libgtest-dev libbenchmark-dev emscripten chr
 
 missing=()
 for p in "${PACKAGES[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  # Native or arch-independent copy installed ("dpkg -s" is ambiguous once
+  # the arm64 multiarch copies of the -dev packages are there too).
+  dpkg-query -W -f='${Architecture} ${db:Status-Status}\n' "$p" 2>/dev/null |
+    grep -Eq "^($(dpkg --print-architecture)|all) installed$" || missing+=("$p")
 done
 
 SUDO=""
