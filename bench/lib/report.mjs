@@ -76,6 +76,7 @@ export function renderReport({ machine, engines, workloads, results, longest, pe
         else {
           const failed = search.attempts.find((a) => a.error);
           let cell = search.completed ? String(search.completed) : `none (from ${config.longest.from})`;
+          if (search.completed === config.longest.to) cell += ' (the search stops there)';
           if (failed) cell += ` (${failed.n}: ${shortError(failed.error)})`;
           cells.push(cell);
         }
