@@ -5,6 +5,7 @@
 // own with a time cap (bench/child.mjs, bench/native/mha_bench.cc,
 // bench/torch_bench.py), so a failing peer is noted, never fatal.
 //   node bench/run.mjs [workload ids...] [--no-longest]
+//   node bench/run.mjs --render   (the report of the last run again, from build/bench/results.json)
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -245,6 +246,12 @@ function machine() {
 
 async function main() {
   const argv = process.argv.slice(2);
+  if (argv.includes('--render')) {
+    // Only render the last run's raw results again.
+    const run = JSON.parse(fs.readFileSync(path.join(BUILD_DIR, 'results.json'), 'utf8'));
+    process.stdout.write(renderReport({ ...run, engines: ENGINES }));
+    return;
+  }
   const ids = argv.filter((a) => !a.startsWith('--'));
   const workloads = ids.length ? ids.map(findWorkload) : config.workloads;
   const started = performance.now();
