@@ -99,9 +99,11 @@ function raisePriority() {
   try {
     os.setPriority(BENCH_NICE);
     fs.writeFileSync('/proc/self/autogroup', String(BENCH_NICE));
+    return `nice ${BENCH_NICE}`;
   } catch (error) {
     log(`could not raise the priority to nice ${BENCH_NICE} (${error.code}): ` +
         'timings share the CPU with everything else running');
+    return 'default priority';
   }
 }
 
@@ -256,7 +258,7 @@ async function main() {
   const workloads = ids.length ? ids.map(findWorkload) : config.workloads;
   const started = performance.now();
   const loadBefore = os.loadavg()[0];
-  raisePriority();
+  const priority = raisePriority();
   ensureModels();
   buildNative();
   const results = {};
@@ -264,7 +266,7 @@ async function main() {
   const longest = argv.includes('--no-longest') ? null : longestSequence();
   const peaks = limits(results);
   const run = {
-    machine: machine(), workloads, results, longest, peaks,
+    machine: { ...machine(), priority }, workloads, results, longest, peaks,
     load: [loadBefore, os.loadavg()[0]], minutes: (performance.now() - started) / 60000,
   };
   // The raw numbers, to re-render or compare runs.

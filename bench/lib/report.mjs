@@ -35,8 +35,8 @@ export function renderReport({ machine, engines, workloads, results, longest, pe
   out('# mha-wasm benchmark');
   out();
   out(`${machine.date} · ${machine.cpu}, ${machine.cores} cores · Node ${machine.node} · ` +
-      `commit ${machine.commit} · 1-min load average ${load[0].toFixed(2)} before, ` +
-      `${load[1].toFixed(2)} after · ${minutes.toFixed(1)} min`);
+      `commit ${machine.commit} · ${machine.priority ?? 'default priority'} · 1-min load average ` +
+      `${load[0].toFixed(2)} before, ${load[1].toFixed(2)} after · ${minutes.toFixed(1)} min`);
   out();
   out('Each cell: median ms of one forward · GFLOP/s (dense FLOPs, masked work counted) · ' +
       '×ratio = peer ms / ours ms at the same thread count (ours: mha-wasm for the WebAssembly ' +
