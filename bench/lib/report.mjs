@@ -85,6 +85,9 @@ export function renderReport({ machine, engines, workloads, results, longest, pe
     }
   }
   out();
+  out('n/a: tfjs-backend-wasm turns its threads off in Node (its WASM_HAS_MULTITHREAD_SUPPORT ' +
+      'flag is false there; forced on, it loads the threaded build but runs one thread).');
+  out();
   out('Memory: WebAssembly engines report the size of their WebAssembly heap after W6 (the peak: ' +
       'it never shrinks); native engines the peak RSS of the process that ran W6 (runtime ' +
       'included). The longest-sequence search doubles L = S from ' +
