@@ -66,7 +66,7 @@ const jsChild = (name) => (w, threads) =>
   runChild(process.execPath, [path.join(BENCH_DIR, 'child.mjs'), name, String(threads), w.id]);
 
 // family: which engine the ratio divides by (the `ours` of the same family).
-export const ENGINES = [
+const ENGINES = [
   { name: 'mha-wasm', family: 'wasm', ours: true, threads: THREADS, run: jsChild('mha-wasm') },
   { name: 'onnxruntime-web', family: 'wasm', threads: THREADS, run: jsChild('onnxruntime-web') },
   // tfjs-backend-wasm turns its threads off in Node.
