@@ -64,16 +64,36 @@ bool SdpaShapesValid(const Shape& q, const Shape& k, const Shape& v, const mha::
   return true;
 }
 
-// NaN in a query row gives NaN in that row's whole output, as in PyTorch.
-std::string CheckNanRows(const std::vector<float>& query, size_t q_row, const mha::Tensor& out,
-                         size_t out_row) {
-  for (size_t r = 0; q_row > 0 && r < query.size() / q_row; ++r) {
-    bool nan_in = false;
-    for (size_t e = 0; e < q_row; ++e) nan_in |= std::isnan(query[r * q_row + e]);
-    for (size_t e = 0; nan_in && e < out_row; ++e) {
-      if (!std::isnan(out.data[r * out_row + e])) {
-        return "NaN in query row " + std::to_string(r) + " but output element " +
-               std::to_string(e) + " of that row is " + std::to_string(out.data[r * out_row + e]);
+bool RowHasNan(const std::vector<float>& data, size_t row_len, size_t row) {
+  for (size_t e = 0; e < row_len; ++e) {
+    if (std::isnan(data[row * row_len + e])) return true;
+  }
+  return false;
+}
+
+// PyTorch's NaN rows: a NaN in a query row makes that output row NaN; with
+// no mask (so no key is skipped), a NaN in any key row (or value row, when
+// v_len > 0) makes every output row of its batch NaN. Batches are numbered by query_batch(row) and
+// key_batch(row); `out` must be NaN wherever this says so.
+template <typename QueryBatch, typename KeyBatch>
+std::string CheckNanRows(const std::vector<float>& q, size_t q_len, const std::vector<float>& k,
+                         size_t k_len, const std::vector<float>& v, size_t v_len, bool unmasked,
+                         QueryBatch query_batch, KeyBatch key_batch, const mha::Tensor& out,
+                         size_t out_len) {
+  const size_t rows = q_len > 0 ? q.size() / q_len : 0;
+  std::vector<bool> nan_batch;
+  for (size_t r = 0; unmasked && k_len > 0 && r < k.size() / k_len; ++r) {
+    const bool nan = RowHasNan(k, k_len, r) || (v_len > 0 && RowHasNan(v, v_len, r));
+    if (nan_batch.size() <= key_batch(r)) nan_batch.resize(key_batch(r) + 1, false);
+    if (nan) nan_batch[key_batch(r)] = true;
+  }
+  for (size_t r = 0; r < rows; ++r) {
+    const size_t b = query_batch(r);
+    const bool nan = RowHasNan(q, q_len, r) || (b < nan_batch.size() && nan_batch[b]);
+    for (size_t e = 0; nan && e < out_len; ++e) {
+      if (!std::isnan(out.data[r * out_len + e])) {
+        return "NaN input for output row " + std::to_string(r) + " but its element " +
+               std::to_string(e) + " is " + std::to_string(out.data[r * out_len + e]);
       }
     }
   }
@@ -162,7 +182,15 @@ std::string MhaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
 
   tame &= Tame(qd) && Tame(kd) && Tame(vd) && Tame(kpm_f, true) && Tame(am_f, true);
   if (!tame) {
-    return CheckNanRows(qd, c.embed_dim, result.output, c.embed_dim);
+    const bool batched = query.shape.size() == 3, bf = batched && c.batch_first;
+    const size_t Lq = query.shape[bf ? 1 : 0], Sk = key.shape[bf ? 1 : 0];
+    const size_t Nq = batched ? query.shape[bf ? 0 : 1] : 1;
+    auto batch_of = [&](size_t seq) {
+      return [=](size_t row) { return !batched ? 0 : bf ? row / seq : row % Nq; };
+    };
+    const bool unmasked = !o.key_padding_mask.present() && !o.attn_mask.present() && !o.is_causal;
+    return CheckNanRows(qd, c.embed_dim, self ? qd : kd, c.kdim, self ? qd : vd, c.vdim, unmasked,
+                        batch_of(Lq), batch_of(Sk), result.output, c.embed_dim);
   }
   mha::ForwardResult expected;
   ReferenceMha(c, params, query, key, value, o, &expected);
@@ -204,7 +232,12 @@ std::string SdpaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
 
   const size_t q_row = query.shape.back(), out_row = value.shape.back();
   if (!(Tame(qd) && Tame(kd) && Tame(vd) && Tame(mask_f, true) && Tame({o.scale}))) {
-    return CheckNanRows(qd, q_row, output, out_row);
+    const size_t L = query.shape[query.shape.size() - 2], S = key.shape[key.shape.size() - 2];
+    const bool unmasked = !o.attn_mask.present() && !o.is_causal;
+    // A NaN value only poisons its own feature here: no output projection mixes them.
+    return CheckNanRows(qd, q_row, kd, key.shape.back(), vd, 0, unmasked,
+                        [=](size_t row) { return row / L; }, [=](size_t row) { return row / S; },
+                        output, out_row);
   }
   mha::Tensor expected;
   ReferenceSdpa(query, key, value, o, &expected);
