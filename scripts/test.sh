@@ -8,6 +8,7 @@ bash scripts/build_native.sh
 (cd build/native && ctest --output-on-failure -j "$(nproc)")
 bash scripts/test_sanitized.sh   # the same suites under ASan + UBSan
 bash scripts/fuzz.sh             # libFuzzer: safetensors reader and forward, ~60 s each
+bash scripts/test_arm.sh --quick  # aarch64 build under qemu: NEON, SVE, SVE2, SVE_256, SVE2_128
 
 # JS: dependencies when missing or stale, the WASM builds (incremental: only
 # what changed since dist/ was made is rebuilt), then the node:test suites.
