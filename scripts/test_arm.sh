@@ -89,6 +89,7 @@ awk -v columns="${SVE_BITS[*]}" '
     }
     close("sort")
     printf "arm: %d passed, %d failed\n", total["passed"], total["failed"]
+    exit total["failed"] > 0
   }
-' "$LOGS"/*.log
+' "$LOGS"/*.log || status=1
 exit $status
