@@ -19,5 +19,13 @@ for variant in threaded simd; do
   cp "$dir"/bindings/mha-simd*.mjs "$dir"/bindings/mha-simd*.wasm dist/
   if [ "$variant" = threaded ]; then cp "$dir"/bindings/mha-simd-threaded.worker.js dist/; fi
 done
+# Emscripten 3.1.6 indexes the exception refcount with a signed shift
+# (Atomics.add(HEAP32, ptr >> 2)), which throws for exceptions above 2 GiB:
+# the catch never runs and the module's lock stays held. Make it unsigned.
+sed -i 's/this\.ptr+0>>2,1)/this.ptr+0>>>2,1)/g' dist/mha-simd-threaded.mjs
+if grep -q 'this\.ptr+0>>2' dist/mha-simd-threaded.mjs; then
+  echo "build_wasm: exception refcount patch did not apply" >&2
+  exit 1
+fi
 # The pthread worker script is CommonJS; the package is "type": "module".
 echo '{ "type": "commonjs" }' > dist/package.json
