@@ -50,7 +50,8 @@ val HeapInfo() {
   struct mallinfo stats = mallinfo();
   val info = val::object();
   info.set("heapTop", static_cast<double>(reinterpret_cast<uintptr_t>(sbrk(0))));
-  info.set("inUseBytes", static_cast<double>(stats.uordblks));
+  // mallinfo counts in int: read the bits as unsigned past 2 GiB.
+  info.set("inUseBytes", static_cast<double>(static_cast<unsigned>(stats.uordblks)));
   return info;
 }
 
