@@ -151,6 +151,31 @@ export function renderReport({ machine, engines, workloads, results, longest, pe
       'in SIMD128) or FMA chains on every thread at once (bench/peak, bench/native/fma_peak.cc).');
   out();
 
+  out('## Where our time goes (1 thread, estimated)');
+  out();
+  out('Projection time = projection FLOPs at the GEMM probe\'s rate; attention = the rest, ' +
+      'with its rate over the FLOPs the masks leave (4·E per query-key pair attended).');
+  out();
+  out('| engine | workload | forward ms | projections ms | attention ms | attention GF/s |');
+  out('|---|---|---|---|---|---|');
+  for (const family of ['wasm', 'native']) {
+    const ours = oursOf(family);
+    const probe = get(ours, 1, gemm.id)?.gflops;
+    for (const w of workloads) {
+      const r = get(ours, 1, w.id);
+      if (!probe || !r?.medianMs) continue;
+      const projectionMs = projectionFlops(w) / (probe * 1e6);
+      const attentionMs = r.medianMs - projectionMs;
+      // Below that share the estimate is noise: small GEMMs run at their own rate.
+      const attention = attentionMs < 0.3 * r.medianMs
+        ? ['— (projection-bound)', '—']
+        : [fixed(attentionMs, 2), fixed(attendedFlops(w) / (attentionMs * 1e6), 1)];
+      out(`| ${ours} | ${w.id} | ${fixed(r.medianMs, 2)} | ${fixed(projectionMs, 2)} | ` +
+          `${attention.join(' | ')} |`);
+    }
+  }
+  out();
+
   out('## Targets of issue 5');
   out();
   const targets = evaluateTargets(get, longest, peaks);
@@ -161,6 +186,20 @@ export function renderReport({ machine, engines, workloads, results, longest, pe
   if (unmeasured.length) out(`- not measured in this run: ${unmeasured.join('; ')}`);
   out();
   return `${lines.join('\n')}\n`;
+}
+
+function projectionFlops({ B, L, S, E }) {
+  return 2 * B * (2 * L * E * E + 2 * S * E * E);
+}
+
+// Attention FLOPs over the query-key pairs the masks leave.
+function attendedFlops(w) {
+  let pairs = 0;
+  for (let b = 0; b < w.B; b++) {
+    const keys = w.kpmLengths ? w.kpmLengths[b] : w.S;
+    for (let i = 0; i < w.L; i++) pairs += w.causal ? Math.min(i + 1, keys) : keys;
+  }
+  return 4 * w.E * pairs;
 }
 
 function evaluateTargets(get, longest, peaks) {
