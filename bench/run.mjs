@@ -178,12 +178,20 @@ function measureWorkloads(workloads, results, engines = ENGINES) {
   for (const w of workloads) {
     writeInputs(w);
     for (const threads of THREADS) {
-      for (const engine of engines) {
-        if (!engine.threads.includes(threads)) continue;
-        const result = engine.run(w, threads);
-        result.gflops = result.error ? undefined : flops(w) / (result.medianMs * 1e6);
-        ((results[engine.name] ??= {})[threads] ??= {})[w.id] = result;
-        log(`${w.id} ${engine.name} ${threads}t: ${result.error ?? `${result.medianMs.toFixed(2)} ms`}`);
+      // Short runs vary from process to process (thread placement, page
+      // layout): every engine gets a second process after the others' first,
+      // and keeps its faster median.
+      for (const pass of [1, 2]) {
+        for (const engine of engines) {
+          if (!engine.threads.includes(threads)) continue;
+          const slot = ((results[engine.name] ??= {})[threads] ??= {});
+          const previous = slot[w.id];
+          if (pass === 2 && !(previous?.medianMs < config.timing.secondProcessBelowMs)) continue;
+          const result = engine.run(w, threads);
+          result.gflops = result.error ? undefined : flops(w) / (result.medianMs * 1e6);
+          if (!previous || previous.error || result.medianMs < previous.medianMs) slot[w.id] = result;
+          log(`${w.id} ${engine.name} ${threads}t: ${result.error ?? `${result.medianMs.toFixed(2)} ms`}`);
+        }
       }
     }
     checkOutputs(w, results);

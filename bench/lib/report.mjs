@@ -40,7 +40,8 @@ export function renderReport({ machine, engines, workloads, results, longest, pe
   out();
   out('Each cell: median ms of one forward · GFLOP/s (dense FLOPs, masked work counted) · ' +
       '×ratio = peer ms / ours ms at the same thread count (ours: mha-wasm for the WebAssembly ' +
-      'peers, mha for the native ones; above 1 we are faster).');
+      'peers, mha for the native ones; above 1 we are faster). Medians under ' +
+      `${config.timing.secondProcessBelowMs} ms are the better of two processes.`);
   out();
   for (const w of workloads) out(`- ${describeWorkload(w)}`);
   out();
