@@ -41,18 +41,19 @@ constexpr size_t kQueryChunk = 64;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// Keys per tile: 64, rounded up to whole vectors.
-inline size_t KeyTile() {
+// The inner loops handle two vectors of keys or value features at once
+// (4 rows x 2 vectors: 8 accumulators, as the GEMM tile), so tiles and padded
+// value rows come in pairs of vectors.
+inline size_t RoundUpToVectorPair(size_t n) {
   const hn::ScalableTag<float> d;
-  const size_t lanes = hn::Lanes(d);
-  return (64 + lanes - 1) / lanes * lanes;
+  const size_t pair = 2 * hn::Lanes(d);
+  return (n + pair - 1) / pair * pair;
 }
 
-inline size_t PaddedVDim(size_t v_dim) {
-  const hn::ScalableTag<float> d;
-  const size_t lanes = hn::Lanes(d);
-  return (v_dim + lanes - 1) / lanes * lanes;
-}
+// Keys per tile: 64, rounded up to whole vector pairs.
+inline size_t KeyTile() { return RoundUpToVectorPair(64); }
+
+inline size_t PaddedVDim(size_t v_dim) { return RoundUpToVectorPair(v_dim); }
 
 // Per-thread scratch: K tile (qk_dim x tile), V tile (tile x v_pad), scores
 // (block x tile), and per chunk query max, sum and accumulator.
@@ -83,7 +84,7 @@ inline void TransposeKeyTile(const AttentionHead& h, size_t j0, size_t cols, siz
   }
 }
 
-// vt[c * v_pad + e] = V[j0 + c][e]; zero padding.
+// vt[c * v_pad + e] = V[j0 + c][e]; zero padding (rows past cols are not read).
 inline void PadValueTile(const AttentionHead& h, size_t j0, size_t cols, size_t v_pad,
                          float* HWY_RESTRICT vt) {
   for (size_t c = 0; c < cols; ++c) {
@@ -103,19 +104,39 @@ inline void ScoreBlock(const AttentionHead& h, size_t i0, size_t rows, size_t j0
   const float* q2 = h.q + (i0 + (rows > 2 ? 2 : rows - 1)) * h.q_stride;
   const float* q3 = h.q + (i0 + (rows > 3 ? 3 : rows - 1)) * h.q_stride;
   const auto vscale = hn::Set(d, h.scale);
-  for (size_t c = 0; c < tile; c += lanes) {
-    auto s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
+  for (size_t c = 0; c < tile; c += 2 * lanes) {
+    auto s00 = hn::Zero(d), s10 = hn::Zero(d), s20 = hn::Zero(d), s30 = hn::Zero(d);
+    auto s01 = s00, s11 = s00, s21 = s00, s31 = s00;
     for (size_t dd = 0; dd < h.qk_dim; ++dd) {
-      const auto k = hn::LoadU(d, kt + dd * tile + c);
-      s0 = hn::MulAdd(hn::Set(d, q0[dd]), k, s0);
-      s1 = hn::MulAdd(hn::Set(d, q1[dd]), k, s1);
-      s2 = hn::MulAdd(hn::Set(d, q2[dd]), k, s2);
-      s3 = hn::MulAdd(hn::Set(d, q3[dd]), k, s3);
+      const auto k0 = hn::LoadU(d, kt + dd * tile + c);
+      const auto k1 = hn::LoadU(d, kt + dd * tile + c + lanes);
+      auto q = hn::Set(d, q0[dd]);
+      s00 = hn::MulAdd(q, k0, s00);
+      s01 = hn::MulAdd(q, k1, s01);
+      q = hn::Set(d, q1[dd]);
+      s10 = hn::MulAdd(q, k0, s10);
+      s11 = hn::MulAdd(q, k1, s11);
+      q = hn::Set(d, q2[dd]);
+      s20 = hn::MulAdd(q, k0, s20);
+      s21 = hn::MulAdd(q, k1, s21);
+      q = hn::Set(d, q3[dd]);
+      s30 = hn::MulAdd(q, k0, s30);
+      s31 = hn::MulAdd(q, k1, s31);
     }
-    hn::StoreU(hn::Mul(s0, vscale), d, scores + c);
-    if (rows > 1) hn::StoreU(hn::Mul(s1, vscale), d, scores + tile + c);
-    if (rows > 2) hn::StoreU(hn::Mul(s2, vscale), d, scores + 2 * tile + c);
-    if (rows > 3) hn::StoreU(hn::Mul(s3, vscale), d, scores + 3 * tile + c);
+    hn::StoreU(hn::Mul(s00, vscale), d, scores + c);
+    hn::StoreU(hn::Mul(s01, vscale), d, scores + c + lanes);
+    if (rows > 1) {
+      hn::StoreU(hn::Mul(s10, vscale), d, scores + tile + c);
+      hn::StoreU(hn::Mul(s11, vscale), d, scores + tile + c + lanes);
+    }
+    if (rows > 2) {
+      hn::StoreU(hn::Mul(s20, vscale), d, scores + 2 * tile + c);
+      hn::StoreU(hn::Mul(s21, vscale), d, scores + 2 * tile + c + lanes);
+    }
+    if (rows > 3) {
+      hn::StoreU(hn::Mul(s30, vscale), d, scores + 3 * tile + c);
+      hn::StoreU(hn::Mul(s31, vscale), d, scores + 3 * tile + c + lanes);
+    }
   }
   for (size_t r = 0; r < rows; ++r) {
     const size_t i = i0 + r;
@@ -144,22 +165,46 @@ inline void AccumulateBlock(const float* HWY_RESTRICT p, size_t p_stride, size_t
   const float* p1 = p + r1 * p_stride;
   const float* p2 = p + r2 * p_stride;
   const float* p3 = p + r3 * p_stride;
-  for (size_t e = 0; e < v_pad; e += lanes) {
-    auto a0 = hn::Mul(hn::LoadU(d, acc + e), hn::Set(d, corr[0]));
-    auto a1 = hn::Mul(hn::LoadU(d, acc + r1 * v_pad + e), hn::Set(d, corr[r1]));
-    auto a2 = hn::Mul(hn::LoadU(d, acc + r2 * v_pad + e), hn::Set(d, corr[r2]));
-    auto a3 = hn::Mul(hn::LoadU(d, acc + r3 * v_pad + e), hn::Set(d, corr[r3]));
+  for (size_t e = 0; e < v_pad; e += 2 * lanes) {
+    const size_t f = e + lanes;
+    auto a00 = hn::Mul(hn::LoadU(d, acc + e), hn::Set(d, corr[0]));
+    auto a01 = hn::Mul(hn::LoadU(d, acc + f), hn::Set(d, corr[0]));
+    auto a10 = hn::Mul(hn::LoadU(d, acc + r1 * v_pad + e), hn::Set(d, corr[r1]));
+    auto a11 = hn::Mul(hn::LoadU(d, acc + r1 * v_pad + f), hn::Set(d, corr[r1]));
+    auto a20 = hn::Mul(hn::LoadU(d, acc + r2 * v_pad + e), hn::Set(d, corr[r2]));
+    auto a21 = hn::Mul(hn::LoadU(d, acc + r2 * v_pad + f), hn::Set(d, corr[r2]));
+    auto a30 = hn::Mul(hn::LoadU(d, acc + r3 * v_pad + e), hn::Set(d, corr[r3]));
+    auto a31 = hn::Mul(hn::LoadU(d, acc + r3 * v_pad + f), hn::Set(d, corr[r3]));
     for (size_t c = 0; c < cols; ++c) {
-      const auto v = hn::LoadU(d, vt + c * v_pad + e);
-      a0 = hn::MulAdd(hn::Set(d, p0[c]), v, a0);
-      a1 = hn::MulAdd(hn::Set(d, p1[c]), v, a1);
-      a2 = hn::MulAdd(hn::Set(d, p2[c]), v, a2);
-      a3 = hn::MulAdd(hn::Set(d, p3[c]), v, a3);
+      const auto v0 = hn::LoadU(d, vt + c * v_pad + e);
+      const auto v1 = hn::LoadU(d, vt + c * v_pad + f);
+      auto p = hn::Set(d, p0[c]);
+      a00 = hn::MulAdd(p, v0, a00);
+      a01 = hn::MulAdd(p, v1, a01);
+      p = hn::Set(d, p1[c]);
+      a10 = hn::MulAdd(p, v0, a10);
+      a11 = hn::MulAdd(p, v1, a11);
+      p = hn::Set(d, p2[c]);
+      a20 = hn::MulAdd(p, v0, a20);
+      a21 = hn::MulAdd(p, v1, a21);
+      p = hn::Set(d, p3[c]);
+      a30 = hn::MulAdd(p, v0, a30);
+      a31 = hn::MulAdd(p, v1, a31);
     }
-    hn::StoreU(a0, d, acc + e);
-    if (rows > 1) hn::StoreU(a1, d, acc + v_pad + e);
-    if (rows > 2) hn::StoreU(a2, d, acc + 2 * v_pad + e);
-    if (rows > 3) hn::StoreU(a3, d, acc + 3 * v_pad + e);
+    hn::StoreU(a00, d, acc + e);
+    hn::StoreU(a01, d, acc + f);
+    if (rows > 1) {
+      hn::StoreU(a10, d, acc + v_pad + e);
+      hn::StoreU(a11, d, acc + v_pad + f);
+    }
+    if (rows > 2) {
+      hn::StoreU(a20, d, acc + 2 * v_pad + e);
+      hn::StoreU(a21, d, acc + 2 * v_pad + f);
+    }
+    if (rows > 3) {
+      hn::StoreU(a30, d, acc + 3 * v_pad + e);
+      hn::StoreU(a31, d, acc + 3 * v_pad + f);
+    }
   }
 }
 
