@@ -93,6 +93,17 @@ inline void PadValueTile(const AttentionHead& h, size_t j0, size_t cols, size_t 
   }
 }
 
+// row[c] += add[c] for c < n.
+inline void AddRow(const float* HWY_RESTRICT add, size_t n, float* HWY_RESTRICT row) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  size_t c = 0;
+  for (; c + lanes <= n; c += lanes) {
+    hn::StoreU(hn::Add(hn::LoadU(d, row + c), hn::LoadU(d, add + c)), d, row + c);
+  }
+  for (; c < n; ++c) row[c] += add[c];
+}
+
 // scores[r * tile + c] = scale * q[i0 + r] . K[j0 + c] + masks, for r < rows
 // (<= kQueryBlock); -inf past the last key.
 inline void ScoreBlock(const AttentionHead& h, size_t i0, size_t rows, size_t j0, size_t cols,
@@ -138,15 +149,15 @@ inline void ScoreBlock(const AttentionHead& h, size_t i0, size_t rows, size_t j0
       hn::StoreU(hn::Mul(s31, vscale), d, scores + 3 * tile + c + lanes);
     }
   }
+  const size_t masked_cols = h.masked_keys > j0 ? HWY_MIN(cols, h.masked_keys - j0) : 0;
   for (size_t r = 0; r < rows; ++r) {
     const size_t i = i0 + r;
     float* row = scores + r * tile;
-    const size_t masked_cols = h.masked_keys > j0 ? HWY_MIN(cols, h.masked_keys - j0) : 0;
-    for (size_t c = 0; c < masked_cols; ++c) {
-      const size_t j = j0 + c;
-      if (h.mask != nullptr) row[c] += h.mask[i * h.mask_stride + j];
-      if (h.key_bias != nullptr) row[c] += h.key_bias[j];
-      if (h.causal && j > i) row[c] = kNegInf;
+    if (h.mask != nullptr) AddRow(h.mask + i * h.mask_stride + j0, masked_cols, row);
+    if (h.key_bias != nullptr) AddRow(h.key_bias + j0, masked_cols, row);
+    // Causal: keys j > i of this tile, those after column i - j0.
+    if (h.causal) {
+      for (size_t c = i + 1 > j0 ? i + 1 - j0 : 0; c < masked_cols; ++c) row[c] = kNegInf;
     }
     for (size_t c = cols; c < tile; ++c) row[c] = kNegInf;
   }
