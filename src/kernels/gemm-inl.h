@@ -22,9 +22,6 @@ namespace mha {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Two vectors of columns by four rows: 8 accumulators, 2 loads and 4
-// broadcasts per k, which fits the 16 registers of SSE4/NEON/WASM.
-constexpr size_t kGemmRows = 4;
 constexpr size_t kPanelVectors = 2;
 
 inline size_t GemmPanelWidth() {
@@ -117,6 +114,42 @@ inline void GemmPanel4x2v(const float* a, size_t lda, size_t rows, const float* 
   if (rows > 3) StoreRow(d, c30, c31, cols, c + 3 * ldc);
 }
 
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+// f32_gemm_8x2v: AVX-512's 32 registers hold 16 accumulators, which halves
+// the broadcasts per FMA of the 4x2v tile. Missing rows repeat the last.
+inline void GemmPanel8x2v(const float* a, size_t lda, size_t rows, const float* panel,
+                          size_t k, float* c, size_t ldc, size_t cols) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const size_t lanes = hn::Lanes(d);
+  const size_t width = 2 * lanes;
+  const float* row_ptr[8];
+  V acc0[8], acc1[8];
+  for (size_t r = 0; r < 8; ++r) {
+    row_ptr[r] = a + HWY_MIN(r, rows - 1) * lda;
+    acc0[r] = hn::LoadU(d, panel + k * width);
+    acc1[r] = hn::LoadU(d, panel + k * width + lanes);
+  }
+  for (size_t kk = 0; kk < k; ++kk) {
+    const V b0 = hn::LoadU(d, panel + kk * width);
+    const V b1 = hn::LoadU(d, panel + kk * width + lanes);
+    for (size_t r = 0; r < 8; ++r) {
+      const V av = hn::Set(d, row_ptr[r][kk]);
+      acc0[r] = hn::MulAdd(av, b0, acc0[r]);
+      acc1[r] = hn::MulAdd(av, b1, acc1[r]);
+    }
+  }
+  for (size_t r = 0; r < rows; ++r) StoreRow(d, acc0[r], acc1[r], cols, c + r * ldc);
+}
+constexpr size_t kGemmRows = 8;
+#define MHA_GEMM_PANEL GemmPanel8x2v
+#else
+// Four rows by two vectors: 8 accumulators, 2 loads and 4 broadcasts per k,
+// which fits the 16 registers of SSE4/AVX2/NEON/WASM.
+constexpr size_t kGemmRows = 4;
+#define MHA_GEMM_PANEL GemmPanel4x2v
+#endif
+
 inline void GemmTile(const float* a, size_t lda, const float* packed, size_t n, size_t k,
                      float* c, size_t ldc, size_t row_begin, size_t row_end,
                      size_t col_begin, size_t col_end) {
@@ -127,10 +160,12 @@ inline void GemmTile(const float* a, size_t lda, const float* packed, size_t n, 
     const size_t cols = limit - col0 < width ? limit - col0 : width;
     for (size_t row = row_begin; row < row_end; row += kGemmRows) {
       const size_t rows = row_end - row < kGemmRows ? row_end - row : kGemmRows;
-      GemmPanel4x2v(a + row * lda, lda, rows, panel, k, c + row * ldc + col0, ldc, cols);
+      MHA_GEMM_PANEL(a + row * lda, lda, rows, panel, k, c + row * ldc + col0, ldc, cols);
     }
   }
 }
+
+#undef MHA_GEMM_PANEL
 
 }  // namespace HWY_NAMESPACE
 }  // namespace mha
