@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createRng } from '../../web/demo/random.js';
 
 export const BENCH_DIR = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 export const ROOT_DIR = path.dirname(BENCH_DIR);
@@ -30,20 +31,8 @@ export function flops({ B, L, S, E }) {
   return 2 * B * (2 * L * E * E + 2 * S * E * E) + 4 * B * L * S * E;
 }
 
-// mulberry32: the same inputs in every engine of one run.
-function random(seed) {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function randomFloats(count, seed) {
-  const next = random(seed);
+  const next = createRng(seed);  // the same inputs in every engine of one run
   const data = new Float32Array(count);
   for (let i = 0; i < count; i++) data[i] = 2 * next() - 1;
   return data;
