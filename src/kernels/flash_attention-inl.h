@@ -23,6 +23,7 @@
 
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+#include "src/kernels/gemm-inl.h"
 #include "src/kernels/kernels.h"
 #include "src/kernels/softmax-inl.h"
 
@@ -110,44 +111,17 @@ inline void ScoreBlock(const AttentionHead& h, size_t i0, size_t rows, size_t j0
                        const float* HWY_RESTRICT kt, size_t tile, float* HWY_RESTRICT scores) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
-  const float* q0 = h.q + i0 * h.q_stride;
-  const float* q1 = h.q + (i0 + (rows > 1 ? 1 : 0)) * h.q_stride;
-  const float* q2 = h.q + (i0 + (rows > 2 ? 2 : rows - 1)) * h.q_stride;
-  const float* q3 = h.q + (i0 + (rows > 3 ? 3 : rows - 1)) * h.q_stride;
+  const float* q_rows[4];
+  RowPointers4(h.q + i0 * h.q_stride, h.q_stride, rows, q_rows);
   const auto vscale = hn::Set(d, h.scale);
   for (size_t c = 0; c < tile; c += 2 * lanes) {
-    auto s00 = hn::Zero(d), s10 = hn::Zero(d), s20 = hn::Zero(d), s30 = hn::Zero(d);
-    auto s01 = s00, s11 = s00, s21 = s00, s31 = s00;
-    for (size_t dd = 0; dd < h.qk_dim; ++dd) {
-      const auto k0 = hn::LoadU(d, kt + dd * tile + c);
-      const auto k1 = hn::LoadU(d, kt + dd * tile + c + lanes);
-      auto q = hn::Set(d, q0[dd]);
-      s00 = hn::MulAdd(q, k0, s00);
-      s01 = hn::MulAdd(q, k1, s01);
-      q = hn::Set(d, q1[dd]);
-      s10 = hn::MulAdd(q, k0, s10);
-      s11 = hn::MulAdd(q, k1, s11);
-      q = hn::Set(d, q2[dd]);
-      s20 = hn::MulAdd(q, k0, s20);
-      s21 = hn::MulAdd(q, k1, s21);
-      q = hn::Set(d, q3[dd]);
-      s30 = hn::MulAdd(q, k0, s30);
-      s31 = hn::MulAdd(q, k1, s31);
-    }
-    hn::StoreU(hn::Mul(s00, vscale), d, scores + c);
-    hn::StoreU(hn::Mul(s01, vscale), d, scores + c + lanes);
-    if (rows > 1) {
-      hn::StoreU(hn::Mul(s10, vscale), d, scores + tile + c);
-      hn::StoreU(hn::Mul(s11, vscale), d, scores + tile + c + lanes);
-    }
-    if (rows > 2) {
-      hn::StoreU(hn::Mul(s20, vscale), d, scores + 2 * tile + c);
-      hn::StoreU(hn::Mul(s21, vscale), d, scores + 2 * tile + c + lanes);
-    }
-    if (rows > 3) {
-      hn::StoreU(hn::Mul(s30, vscale), d, scores + 3 * tile + c);
-      hn::StoreU(hn::Mul(s31, vscale), d, scores + 3 * tile + c + lanes);
-    }
+    auto s00 = hn::Zero(d), s01 = s00, s10 = s00, s11 = s00;
+    auto s20 = s00, s21 = s00, s30 = s00, s31 = s00;
+    MulAdd4x2v(d, q_rows, kt + c, tile, h.qk_dim, s00, s01, s10, s11, s20, s21, s30, s31);
+    StoreRows4x2v(d, rows, 2 * lanes, scores + c, tile, hn::Mul(s00, vscale),
+                  hn::Mul(s01, vscale), hn::Mul(s10, vscale), hn::Mul(s11, vscale),
+                  hn::Mul(s20, vscale), hn::Mul(s21, vscale), hn::Mul(s30, vscale),
+                  hn::Mul(s31, vscale));
   }
   const size_t masked_cols = h.masked_keys > j0 ? HWY_MIN(cols, h.masked_keys - j0) : 0;
   for (size_t r = 0; r < rows; ++r) {
@@ -171,51 +145,22 @@ inline void AccumulateBlock(const float* HWY_RESTRICT p, size_t p_stride, size_t
                             const float* HWY_RESTRICT corr, float* HWY_RESTRICT acc) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
-  const size_t r1 = rows > 1 ? 1 : 0, r2 = rows > 2 ? 2 : rows - 1, r3 = rows > 3 ? 3 : rows - 1;
-  const float* p0 = p;
-  const float* p1 = p + r1 * p_stride;
-  const float* p2 = p + r2 * p_stride;
-  const float* p3 = p + r3 * p_stride;
+  const float* p_rows[4];
+  RowPointers4(p, p_stride, rows, p_rows);
+  const float* acc_rows[4];
+  RowPointers4(acc, v_pad, rows, acc_rows);
+  const size_t r1 = HWY_MIN(1, rows - 1), r2 = HWY_MIN(2, rows - 1), r3 = HWY_MIN(3, rows - 1);
   for (size_t e = 0; e < v_pad; e += 2 * lanes) {
-    const size_t f = e + lanes;
-    auto a00 = hn::Mul(hn::LoadU(d, acc + e), hn::Set(d, corr[0]));
-    auto a01 = hn::Mul(hn::LoadU(d, acc + f), hn::Set(d, corr[0]));
-    auto a10 = hn::Mul(hn::LoadU(d, acc + r1 * v_pad + e), hn::Set(d, corr[r1]));
-    auto a11 = hn::Mul(hn::LoadU(d, acc + r1 * v_pad + f), hn::Set(d, corr[r1]));
-    auto a20 = hn::Mul(hn::LoadU(d, acc + r2 * v_pad + e), hn::Set(d, corr[r2]));
-    auto a21 = hn::Mul(hn::LoadU(d, acc + r2 * v_pad + f), hn::Set(d, corr[r2]));
-    auto a30 = hn::Mul(hn::LoadU(d, acc + r3 * v_pad + e), hn::Set(d, corr[r3]));
-    auto a31 = hn::Mul(hn::LoadU(d, acc + r3 * v_pad + f), hn::Set(d, corr[r3]));
-    for (size_t c = 0; c < cols; ++c) {
-      const auto v0 = hn::LoadU(d, vt + c * v_pad + e);
-      const auto v1 = hn::LoadU(d, vt + c * v_pad + f);
-      auto p = hn::Set(d, p0[c]);
-      a00 = hn::MulAdd(p, v0, a00);
-      a01 = hn::MulAdd(p, v1, a01);
-      p = hn::Set(d, p1[c]);
-      a10 = hn::MulAdd(p, v0, a10);
-      a11 = hn::MulAdd(p, v1, a11);
-      p = hn::Set(d, p2[c]);
-      a20 = hn::MulAdd(p, v0, a20);
-      a21 = hn::MulAdd(p, v1, a21);
-      p = hn::Set(d, p3[c]);
-      a30 = hn::MulAdd(p, v0, a30);
-      a31 = hn::MulAdd(p, v1, a31);
-    }
-    hn::StoreU(a00, d, acc + e);
-    hn::StoreU(a01, d, acc + f);
-    if (rows > 1) {
-      hn::StoreU(a10, d, acc + v_pad + e);
-      hn::StoreU(a11, d, acc + v_pad + f);
-    }
-    if (rows > 2) {
-      hn::StoreU(a20, d, acc + 2 * v_pad + e);
-      hn::StoreU(a21, d, acc + 2 * v_pad + f);
-    }
-    if (rows > 3) {
-      hn::StoreU(a30, d, acc + 3 * v_pad + e);
-      hn::StoreU(a31, d, acc + 3 * v_pad + f);
-    }
+    auto a00 = hn::Mul(hn::LoadU(d, acc_rows[0] + e), hn::Set(d, corr[0]));
+    auto a01 = hn::Mul(hn::LoadU(d, acc_rows[0] + e + lanes), hn::Set(d, corr[0]));
+    auto a10 = hn::Mul(hn::LoadU(d, acc_rows[1] + e), hn::Set(d, corr[r1]));
+    auto a11 = hn::Mul(hn::LoadU(d, acc_rows[1] + e + lanes), hn::Set(d, corr[r1]));
+    auto a20 = hn::Mul(hn::LoadU(d, acc_rows[2] + e), hn::Set(d, corr[r2]));
+    auto a21 = hn::Mul(hn::LoadU(d, acc_rows[2] + e + lanes), hn::Set(d, corr[r2]));
+    auto a30 = hn::Mul(hn::LoadU(d, acc_rows[3] + e), hn::Set(d, corr[r3]));
+    auto a31 = hn::Mul(hn::LoadU(d, acc_rows[3] + e + lanes), hn::Set(d, corr[r3]));
+    MulAdd4x2v(d, p_rows, vt + e, v_pad, cols, a00, a01, a10, a11, a20, a21, a30, a31);
+    StoreRows4x2v(d, rows, 2 * lanes, acc + e, v_pad, a00, a01, a10, a11, a20, a21, a30, a31);
   }
 }
 

@@ -78,40 +78,62 @@ HWY_INLINE void StoreRow(D d, V acc0, V acc1, size_t cols, float* HWY_RESTRICT c
   }
 }
 
-// f32_gemm_4x2v: up to 4 rows of A against one packed panel. Missing rows
-// (rows < 4) repeat the last row and are not stored.
+// The 4x2v register tile, shared by the GEMM and the attention kernels: four
+// rows of A against two vectors of columns of a k-major B. Missing rows
+// (rows < 4) repeat the last row: they are computed and never stored.
+inline void RowPointers4(const float* a, size_t lda, size_t rows, const float* out[4]) {
+  for (size_t r = 0; r < 4; ++r) out[r] = a + HWY_MIN(r, rows - 1) * lda;
+}
+
+// c_r0 += sum_kk a[r][kk] * B[kk][0, lanes), c_r1 likewise with B[kk][lanes,
+// 2 lanes), where B[kk] = b + kk * ldb: 8 accumulators, 2 loads and 4
+// broadcasts per kk, which fits the 16 registers of SSE4/AVX2/NEON/WASM.
+template <class D, class V>
+HWY_INLINE void MulAdd4x2v(D d, const float* const a[4], const float* HWY_RESTRICT b,
+                           size_t ldb, size_t k, V& c00, V& c01, V& c10, V& c11, V& c20,
+                           V& c21, V& c30, V& c31) {
+  const size_t lanes = hn::Lanes(d);
+  for (size_t kk = 0; kk < k; ++kk) {
+    const V b0 = hn::LoadU(d, b + kk * ldb);
+    const V b1 = hn::LoadU(d, b + kk * ldb + lanes);
+    V av = hn::Set(d, a[0][kk]);
+    c00 = hn::MulAdd(av, b0, c00);
+    c01 = hn::MulAdd(av, b1, c01);
+    av = hn::Set(d, a[1][kk]);
+    c10 = hn::MulAdd(av, b0, c10);
+    c11 = hn::MulAdd(av, b1, c11);
+    av = hn::Set(d, a[2][kk]);
+    c20 = hn::MulAdd(av, b0, c20);
+    c21 = hn::MulAdd(av, b1, c21);
+    av = hn::Set(d, a[3][kk]);
+    c30 = hn::MulAdd(av, b0, c30);
+    c31 = hn::MulAdd(av, b1, c31);
+  }
+}
+
+// Stores `cols` columns of the first `rows` rows of the tile at c (row stride ldc).
+template <class D, class V>
+HWY_INLINE void StoreRows4x2v(D d, size_t rows, size_t cols, float* HWY_RESTRICT c, size_t ldc,
+                              V c00, V c01, V c10, V c11, V c20, V c21, V c30, V c31) {
+  StoreRow(d, c00, c01, cols, c);
+  if (rows > 1) StoreRow(d, c10, c11, cols, c + ldc);
+  if (rows > 2) StoreRow(d, c20, c21, cols, c + 2 * ldc);
+  if (rows > 3) StoreRow(d, c30, c31, cols, c + 3 * ldc);
+}
+
+// f32_gemm_4x2v: up to 4 rows of A against one packed panel.
 inline void GemmPanel4x2v(const float* a, size_t lda, size_t rows, const float* panel,
                           size_t k, float* c, size_t ldc, size_t cols) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
   const size_t width = 2 * lanes;
-  const float* a0 = a;
-  const float* a1 = a + (rows > 1 ? 1 : 0) * lda;
-  const float* a2 = a + (rows > 2 ? 2 : rows - 1) * lda;
-  const float* a3 = a + (rows > 3 ? 3 : rows - 1) * lda;
+  const float* a_rows[4];
+  RowPointers4(a, lda, rows, a_rows);
   const float* bias = panel + k * width;
   auto c00 = hn::LoadU(d, bias), c01 = hn::LoadU(d, bias + lanes);
   auto c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01;
-  for (size_t kk = 0; kk < k; ++kk) {
-    const auto b0 = hn::LoadU(d, panel + kk * width);
-    const auto b1 = hn::LoadU(d, panel + kk * width + lanes);
-    auto av = hn::Set(d, a0[kk]);
-    c00 = hn::MulAdd(av, b0, c00);
-    c01 = hn::MulAdd(av, b1, c01);
-    av = hn::Set(d, a1[kk]);
-    c10 = hn::MulAdd(av, b0, c10);
-    c11 = hn::MulAdd(av, b1, c11);
-    av = hn::Set(d, a2[kk]);
-    c20 = hn::MulAdd(av, b0, c20);
-    c21 = hn::MulAdd(av, b1, c21);
-    av = hn::Set(d, a3[kk]);
-    c30 = hn::MulAdd(av, b0, c30);
-    c31 = hn::MulAdd(av, b1, c31);
-  }
-  StoreRow(d, c00, c01, cols, c);
-  if (rows > 1) StoreRow(d, c10, c11, cols, c + ldc);
-  if (rows > 2) StoreRow(d, c20, c21, cols, c + 2 * ldc);
-  if (rows > 3) StoreRow(d, c30, c31, cols, c + 3 * ldc);
+  MulAdd4x2v(d, a_rows, panel, width, k, c00, c01, c10, c11, c20, c21, c30, c31);
+  StoreRows4x2v(d, rows, cols, c, ldc, c00, c01, c10, c11, c20, c21, c30, c31);
 }
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
@@ -144,8 +166,6 @@ inline void GemmPanel8x2v(const float* a, size_t lda, size_t rows, const float* 
 constexpr size_t kGemmRows = 8;
 #define MHA_GEMM_PANEL GemmPanel8x2v
 #else
-// Four rows by two vectors: 8 accumulators, 2 loads and 4 broadcasts per k,
-// which fits the 16 registers of SSE4/AVX2/NEON/WASM.
 constexpr size_t kGemmRows = 4;
 #define MHA_GEMM_PANEL GemmPanel4x2v
 #endif
