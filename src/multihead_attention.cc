@@ -11,16 +11,6 @@
 
 namespace mha {
 
-namespace {
-
-std::string Join(const std::vector<std::string>& names) {
-  std::string s;
-  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
-  return s;
-}
-
-}  // namespace
-
 Status MultiheadAttention::Create(const MultiheadAttentionConfig& config,
                                   std::unique_ptr<MultiheadAttention>* out) {
   const MultiheadAttentionConfig& c = config;
@@ -169,7 +159,7 @@ Status MultiheadAttention::CheckParameter(const std::string& name, const float* 
     return Status::Ok();
   }
   return Status::InvalidArgument("state_dict: unexpected parameter '" + name +
-                                 "' for this configuration; expected one of: " + Join(names));
+                                 "' for this configuration; expected one of: " + JoinNames(names));
 }
 
 Status MultiheadAttention::LoadParameter(const std::string& name, const float* data,
@@ -211,7 +201,7 @@ Status MultiheadAttention::LoadStateDict(const std::map<std::string, TensorView>
   std::vector<std::string> missing = MissingParameters(seen);
   for (std::string& name : missing) name = prefix + name;
   if (!missing.empty()) {
-    return Status::InvalidArgument("state_dict: missing parameters: " + Join(missing));
+    return Status::InvalidArgument("state_dict: missing parameters: " + JoinNames(missing));
   }
   for (const auto& [name, tensor] : params) {
     MHA_RETURN_IF_ERROR(LoadParameter(name, tensor->data, tensor->shape));

@@ -21,20 +21,10 @@ std::string Expected(const Shape& shape, const std::string& names) {
   return ShapeString(shape) + " " + names;
 }
 
-Status CheckData(const char* arg, const Shape& shape, const void* data) {
-  for (int64_t d : shape) {
-    if (d < 0) return Status::InvalidArgument(std::string(arg) + ": negative dim in shape " + ShapeString(shape));
-  }
-  if (data == nullptr && ElementCount(shape) > 0) {
-    return Status::InvalidArgument(std::string(arg) + ": data is null for shape " + ShapeString(shape));
-  }
-  return Status::Ok();
-}
-
 // Checks one of query/key/value against its expected (seq, batch, features).
 Status CheckInput(const char* arg, const char* seq_name, const TensorView& t, const Dims& dims,
                   int64_t seq, int64_t features, bool batch_first) {
-  MHA_RETURN_IF_ERROR(CheckData(arg, t.shape, t.data));
+  MHA_RETURN_IF_ERROR(CheckDimsAndData(arg, t.shape, t.data));
   Shape expected;
   std::string names;
   if (!dims.batched) {
@@ -57,9 +47,7 @@ Status CheckInput(const char* arg, const char* seq_name, const TensorView& t, co
 Status CheckMask(const char* arg, const MaskView& mask, const std::vector<Shape>& allowed,
                  const std::string& names) {
   if (!mask.present()) return Status::Ok();
-  const void* data = mask.kind == MaskKind::kBool ? static_cast<const void*>(mask.bool_data)
-                                                  : static_cast<const void*>(mask.float_data);
-  MHA_RETURN_IF_ERROR(CheckData(arg, mask.shape, data));
+  MHA_RETURN_IF_ERROR(CheckDimsAndData(arg, mask.shape, mask.data()));
   for (const Shape& shape : allowed) {
     if (mask.shape == shape) return Status::Ok();
   }
@@ -130,9 +118,7 @@ Status MultiheadAttention::Forward(const TensorView& query, const TensorView& ke
   std::lock_guard<std::mutex> lock(m.mutex);
   const std::vector<std::string> missing = MissingParameters(m.loaded);
   if (!missing.empty()) {
-    std::string list;
-    for (const std::string& n : missing) list += (list.empty() ? "" : ", ") + n;
-    return Status::FailedPrecondition("parameters not loaded: " + list);
+    return Status::FailedPrecondition("parameters not loaded: " + JoinNames(missing));
   }
   try {
     m.Run(config_, dims.batched, dims.L, dims.S, dims.N, query, key, value, options, result, pool);

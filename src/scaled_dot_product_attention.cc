@@ -42,13 +42,7 @@ Status CheckTensor(const char* arg, const TensorView& t) {
                                    ": expected a 4-D (B, H, seq, dim) or 3-D (B, seq, dim) tensor, "
                                    "got shape " + ShapeString(t.shape));
   }
-  for (int64_t d : t.shape) {
-    if (d < 0) return Status::InvalidArgument(std::string(arg) + ": negative dim in shape " + ShapeString(t.shape));
-  }
-  if (t.data == nullptr && ElementCount(t.shape) > 0) {
-    return Status::InvalidArgument(std::string(arg) + ": data is null for shape " + ShapeString(t.shape));
-  }
-  return Status::Ok();
+  return CheckDimsAndData(arg, t.shape, t.data);
 }
 
 }  // namespace
@@ -92,12 +86,8 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
   std::vector<size_t> strides;
   if (options.attn_mask.present()) {
     MHA_RETURN_IF_ERROR(MaskStrides(options.attn_mask, target, &strides));
-    const void* data = options.attn_mask.kind == MaskKind::kBool
-                           ? static_cast<const void*>(options.attn_mask.bool_data)
-                           : static_cast<const void*>(options.attn_mask.float_data);
-    if (data == nullptr && ElementCount(options.attn_mask.shape) > 0) {
-      return Status::InvalidArgument("attn_mask: data is null for shape " + ShapeString(options.attn_mask.shape));
-    }
+    MHA_RETURN_IF_ERROR(
+        CheckDimsAndData("attn_mask", options.attn_mask.shape, options.attn_mask.data()));
   }
   // The output and a converted bool mask must be addressable, or their sizes
   // and offsets would wrap around (size_t is 32 bits in WebAssembly).

@@ -14,6 +14,22 @@ std::string ShapeString(const Shape& shape) {
   return s + ")";
 }
 
+Status CheckDimsAndData(const std::string& arg, const Shape& shape, const void* data) {
+  for (int64_t d : shape) {
+    if (d < 0) return Status::InvalidArgument(arg + ": negative dim in shape " + ShapeString(shape));
+  }
+  if (data == nullptr && ElementCount(shape) > 0) {
+    return Status::InvalidArgument(arg + ": data is null for shape " + ShapeString(shape));
+  }
+  return Status::Ok();
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
 int64_t NumElements(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

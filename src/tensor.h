@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "src/status.h"
+
 namespace mha {
 
 using Shape = std::vector<int64_t>;
@@ -29,6 +31,9 @@ struct MaskView {
   Shape shape;
 
   bool present() const { return kind != MaskKind::kNone; }
+  const void* data() const {
+    return kind == MaskKind::kBool ? static_cast<const void*>(bool_data) : float_data;
+  }
   static MaskView Bool(const uint8_t* data, Shape shape) {
     return MaskView{MaskKind::kBool, data, nullptr, std::move(shape)};
   }
@@ -45,6 +50,12 @@ struct Tensor {
 
 // "(2, 3, 4)", as error messages print shapes.
 std::string ShapeString(const Shape& shape);
+
+// Rejects negative dims, and null data behind a non-empty shape, naming `arg`.
+Status CheckDimsAndData(const std::string& arg, const Shape& shape, const void* data);
+
+// "a, b, c", as error messages list names.
+std::string JoinNames(const std::vector<std::string>& names);
 
 // Product of the dims; 0 for an empty shape list is never used (scalars are rejected).
 int64_t NumElements(const Shape& shape);
