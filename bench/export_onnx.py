@@ -14,11 +14,13 @@ Run with Debian's python3-torch: /usr/bin/python3 bench/export_onnx.py
 """
 import json
 import os
-import struct
 import sys
 
 import torch
 from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures"))
+from safetensors_writer import write_safetensors  # noqa: E402
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 MODELS_DIR = os.path.join(BENCH_DIR, "models")
@@ -63,23 +65,6 @@ def example_inputs(workload):
     return inputs, names
 
 
-def write_safetensors(path, state_dict):
-    header, blobs, offset = {}, [], 0
-    for name, tensor in state_dict.items():
-        data = tensor.detach().contiguous().float().numpy().tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensor.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    header_bytes = json.dumps(header).encode()
-    header_bytes += b" " * (-len(header_bytes) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(header_bytes)))
-        f.write(header_bytes)
-        for blob in blobs:
-            f.write(blob)
-
-
 def export(workload):
     torch.manual_seed(0)
     model = BenchAttention(workload).eval()
@@ -98,7 +83,8 @@ def export(workload):
     # Grad stays enabled: under no_grad 1.13 takes the fused fast path, which does not export.
     torch.onnx.export(model, tuple(inputs), base + ".onnx", input_names=input_names,
                       output_names=output_names, dynamic_axes=dynamic_axes, opset_version=14)
-    write_safetensors(base + ".safetensors", model.mha.state_dict())
+    write_safetensors(base + ".safetensors",
+                      {name: ("F32", t) for name, t in model.mha.state_dict().items()})
 
 
 def main():
