@@ -1,13 +1,9 @@
 // The bad-input table: each bad call throws an MHAError naming the argument,
 // what was expected and what was received; the same module then still runs a
 // valid forward that matches PyTorch. On both WASM builds.
-import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { MHAError, loadMHA } from '../../web/src/index.js';
-import { BUILDS } from './helpers/builds.js';
-import {
-  assertMatchesFixture, loadFixture, moduleConfig, stateDict,
-} from './helpers/fixtures.js';
+import { loadMHA } from '../../web/src/index.js';
+import { errorTableSuite } from './helpers/error_table.js';
+import { loadFixture, moduleConfig, stateDict } from './helpers/fixtures.js';
 
 // (L, N, E) = (7, 2, 16), 2 heads, bool key_padding_mask (N, S).
 const fixture = loadFixture('e16_h2_l7_bool_kpm.safetensors');
@@ -129,26 +125,4 @@ const BAD_INPUTS = [
     [/build: expected 'simd-threaded' or 'simd', received the string 'gpu'/]],
 ];
 
-for (const build of BUILDS) {
-  describe(`bad input on ${build}`, () => {
-    const ctx = {};
-    before(async () => {
-      ctx.lib = await loadMHA({ build });
-      ctx.mha = ctx.lib.createMultiheadAttention(moduleConfig(fixture.config));
-      ctx.mha.loadSafetensors(fixture.bytes, { prefix: 'param.' });
-    });
-    after(() => ctx.mha.dispose());
-
-    for (const [what, badCall, patterns] of BAD_INPUTS) {
-      test(what, async () => {
-        await assert.rejects(async () => badCall(ctx), (error) => {
-          assert.ok(error instanceof MHAError, `expected an MHAError, got ${error}`);
-          for (const pattern of patterns) assert.match(error.message, pattern);
-          return true;
-        });
-        const result = await ctx.mha.forward(query, key, value, { keyPaddingMask });
-        assertMatchesFixture(result, fixture);
-      });
-    }
-  });
-}
+errorTableSuite('bad input', fixture, BAD_INPUTS);

@@ -5,9 +5,7 @@
 // PyTorch's result; the same module then still runs a valid forward that
 // matches PyTorch.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { MHAError, loadMHA } from '../../web/src/index.js';
-import { BUILDS } from './helpers/builds.js';
+import { errorTableSuite } from './helpers/error_table.js';
 import { assertClose, assertMatchesFixture, loadFixture, moduleConfig } from './helpers/fixtures.js';
 
 // (L, N, E) = (7, 2, 16), S = 7, 2 heads, bool key_padding_mask (N, S) that
@@ -217,36 +215,4 @@ const RESULTS = [
   }, (r) => assertMatchesFixture(r, fixture)],
 ];
 
-for (const build of BUILDS) {
-  describe(`hostile input on ${build}`, () => {
-    const ctx = {};
-    before(async () => {
-      ctx.lib = await loadMHA({ build });
-      ctx.mha = ctx.lib.createMultiheadAttention(moduleConfig(fixture.config));
-      ctx.mha.loadSafetensors(fixture.bytes, { prefix: 'param.' });
-    });
-    after(() => ctx.mha.dispose());
-
-    const validForward = async () => {
-      assertMatchesFixture(await ctx.mha.forward(query, key, value, { keyPaddingMask }), fixture);
-    };
-
-    for (const [what, badCall, patterns] of ERRORS) {
-      test(what, async () => {
-        await assert.rejects(async () => badCall(ctx), (error) => {
-          assert.ok(error instanceof MHAError, `expected an MHAError, got ${error}`);
-          for (const pattern of patterns) assert.match(error.message, pattern);
-          return true;
-        });
-        await validForward();
-      });
-    }
-
-    for (const [what, call, check] of RESULTS) {
-      test(what, async () => {
-        check(await call(ctx));
-        await validForward();
-      });
-    }
-  });
-}
+errorTableSuite('hostile input', fixture, ERRORS, RESULTS);
