@@ -194,13 +194,13 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
   const bool mask_per_head = o.attn_mask.shape.size() == 3;
 
   const size_t keys = S + num_extra;
+  // Per-head weights go straight into the result; averaged ones via scratch.
   float* weights_out = nullptr;
-  if (o.need_weights) {
-    weights_out = o.average_attn_weights ? head_weights.Get(N * H * L * keys + 1) : nullptr;
-    if (!o.average_attn_weights) {
-      result->weights.data.assign(N * H * L * keys, 0.0f);
-      weights_out = result->weights.data.data();
-    }
+  if (o.need_weights && o.average_attn_weights) {
+    weights_out = head_weights.Get(N * H * L * keys + 1);
+  } else if (o.need_weights) {
+    result->weights.data.resize(N * H * L * keys);
+    weights_out = result->weights.data.data();
   }
 
   float* O = attn.Get(L * N * VV + 1);

@@ -131,7 +131,8 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
         if (L > 0 && Ev > 0) heads.push_back(head);
       }
     }
-    AlignedBuffer scratch;
+    // One grow-only scratch per calling thread: no allocation per call.
+    thread_local AlignedBuffer scratch;
     RunAttentionHeads(heads, pool, &scratch);
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("out of memory for query " +
