@@ -85,27 +85,27 @@ inline void RowPointers4(const float* a, size_t lda, size_t rows, const float* o
   for (size_t r = 0; r < 4; ++r) out[r] = a + HWY_MIN(r, rows - 1) * lda;
 }
 
-// c_r0 += sum_kk a[r][kk] * B[kk][0, lanes), c_r1 likewise with B[kk][lanes,
-// 2 lanes), where B[kk] = b + kk * ldb: 8 accumulators, 2 loads and 4
-// broadcasts per kk, which fits the 16 registers of SSE4/AVX2/NEON/WASM.
+// c_r0 += sum_kk a[r][kk * a_stride] * B[kk][0, lanes), c_r1 likewise with
+// B[kk][lanes, 2 lanes), where B[kk] = b + kk * ldb: 8 accumulators, 2 loads
+// and 4 broadcasts per kk, which fits the 16 registers of SSE4/AVX2/NEON/WASM.
 template <class D, class V>
-HWY_INLINE void MulAdd4x2v(D d, const float* const a[4], const float* HWY_RESTRICT b,
-                           size_t ldb, size_t k, V& c00, V& c01, V& c10, V& c11, V& c20,
+HWY_INLINE void MulAdd4x2v(D d, const float* const a[4], size_t a_stride,
+                           const float* HWY_RESTRICT b, size_t ldb, size_t k, V& c00, V& c01, V& c10, V& c11, V& c20,
                            V& c21, V& c30, V& c31) {
   const size_t lanes = hn::Lanes(d);
   for (size_t kk = 0; kk < k; ++kk) {
     const V b0 = hn::LoadU(d, b + kk * ldb);
     const V b1 = hn::LoadU(d, b + kk * ldb + lanes);
-    V av = hn::Set(d, a[0][kk]);
+    V av = hn::Set(d, a[0][kk * a_stride]);
     c00 = hn::MulAdd(av, b0, c00);
     c01 = hn::MulAdd(av, b1, c01);
-    av = hn::Set(d, a[1][kk]);
+    av = hn::Set(d, a[1][kk * a_stride]);
     c10 = hn::MulAdd(av, b0, c10);
     c11 = hn::MulAdd(av, b1, c11);
-    av = hn::Set(d, a[2][kk]);
+    av = hn::Set(d, a[2][kk * a_stride]);
     c20 = hn::MulAdd(av, b0, c20);
     c21 = hn::MulAdd(av, b1, c21);
-    av = hn::Set(d, a[3][kk]);
+    av = hn::Set(d, a[3][kk * a_stride]);
     c30 = hn::MulAdd(av, b0, c30);
     c31 = hn::MulAdd(av, b1, c31);
   }
@@ -132,7 +132,7 @@ inline void GemmPanel4x2v(const float* a, size_t lda, size_t rows, const float* 
   const float* bias = panel + k * width;
   auto c00 = hn::LoadU(d, bias), c01 = hn::LoadU(d, bias + lanes);
   auto c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01;
-  MulAdd4x2v(d, a_rows, panel, width, k, c00, c01, c10, c11, c20, c21, c30, c31);
+  MulAdd4x2v(d, a_rows, 1, panel, width, k, c00, c01, c10, c11, c20, c21, c30, c31);
   StoreRows4x2v(d, rows, cols, c, ldc, c00, c01, c10, c11, c20, c21, c30, c31);
 }
 

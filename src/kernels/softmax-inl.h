@@ -8,7 +8,6 @@
 #define MHA_SRC_KERNELS_SOFTMAX_INL_H_
 #endif
 
-#include <cmath>
 #include <cstddef>
 #include <limits>
 
@@ -35,9 +34,16 @@ inline float RowMax(const float* HWY_RESTRICT x, size_t n) {
   return result;
 }
 
-// x[i] = exp(x[i] - shift) for i < n; returns their sum. A NaN stays NaN
-// (hn::Exp clamps its argument, which would turn it into ~0 and silently drop
-// the key): as in PyTorch, a NaN score makes its whole row NaN.
+// exp(x) lane-wise, where a NaN stays NaN: hn::Exp clamps its argument,
+// which would turn a NaN into ~0 and silently drop the key, and must not see
+// NaN at all (UB on EMU128). As in PyTorch, a NaN score makes its row NaN.
+template <class D, class V>
+HWY_INLINE V ExpKeepNaN(D d, V x) {
+  const auto nan = hn::IsNaN(x);
+  return hn::IfThenElse(nan, x, hn::Exp(d, hn::IfThenZeroElse(nan, x)));
+}
+
+// x[i] = exp(x[i] - shift) for i < n; returns their sum.
 inline float ExpShiftSum(float* HWY_RESTRICT x, size_t n, float shift) {
   const hn::ScalableTag<float> d;
   const hn::CappedTag<float, 1> d1;
@@ -46,16 +52,13 @@ inline float ExpShiftSum(float* HWY_RESTRICT x, size_t n, float shift) {
   auto vsum = hn::Zero(d);
   size_t i = 0;
   for (; i + lanes <= n; i += lanes) {
-    const auto shifted = hn::Sub(hn::LoadU(d, x + i), vshift);
-    const auto nan = hn::IsNaN(shifted);  // Exp itself must not see NaN (UB on EMU128)
-    const auto e = hn::IfThenElse(nan, shifted, hn::Exp(d, hn::IfThenZeroElse(nan, shifted)));
+    const auto e = ExpKeepNaN(d, hn::Sub(hn::LoadU(d, x + i), vshift));
     hn::StoreU(e, d, x + i);
     vsum = hn::Add(vsum, e);
   }
   float sum = hn::GetLane(hn::SumOfLanes(d, vsum));
   for (; i < n; ++i) {
-    const float shifted = x[i] - shift;
-    x[i] = std::isnan(shifted) ? shifted : hn::GetLane(hn::Exp(d1, hn::Set(d1, shifted)));
+    x[i] = hn::GetLane(ExpKeepNaN(d1, hn::Set(d1, x[i] - shift)));
     sum += x[i];
   }
   return sum;
