@@ -39,18 +39,25 @@ constexpr size_t kKeyTile = 64;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// The 4x2v register tile works on pairs of vectors, so query chunks and
-// padded value rows come in whole vector pairs.
-inline size_t RoundUpToVectorPair(size_t n) {
+inline size_t RoundUp(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+
+// The register tile spans a vector pair of columns, so padded value rows come
+// in vector pairs.
+inline size_t PaddedVDim(size_t v_dim) {
   const hn::ScalableTag<float> d;
-  const size_t pair = 2 * hn::Lanes(d);
-  return (n + pair - 1) / pair * pair;
+  return RoundUp(v_dim, 2 * hn::Lanes(d));
 }
 
-// Queries whose state is kept at once: 64, rounded up to vector pairs.
-inline size_t QueryChunk() { return RoundUpToVectorPair(64); }
+// Queries are padded to whole vector pairs (the columns of the score tile)
+// and whole tiles of rows (of the value tile), so that neither tile needs
+// bounds checks: padding queries are computed and never stored.
+inline size_t PaddedQueries(size_t n) {
+  const hn::ScalableTag<float> d;
+  return RoundUp(n, HWY_MAX(2 * hn::Lanes(d), kTileRows));
+}
 
-inline size_t PaddedVDim(size_t v_dim) { return RoundUpToVectorPair(v_dim); }
+// Queries whose state is kept at once.
+inline size_t QueryChunk() { return PaddedQueries(64); }
 
 // V rows are read in place when whole vector pairs cover them; otherwise (and
 // for the extra keys, stored apart) a tile is copied with zero padding.
@@ -119,18 +126,20 @@ inline void TransposeQueryChunk(const AttentionHead& h, size_t i0, size_t n, siz
 inline void ScoreTile(const AttentionHead& h, size_t i0, size_t n, size_t n_pad, size_t j0,
                       size_t cols, const float* HWY_RESTRICT qt, float* HWY_RESTRICT st) {
   const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
   const size_t lanes = hn::Lanes(d);
   const size_t chunk = QueryChunk();
-  for (size_t c = 0; c < cols; c += 4) {
-    const size_t rows = HWY_MIN(4, cols - c);
-    const float* k_rows[4];
-    for (size_t r = 0; r < 4; ++r) k_rows[r] = KeyRow(h, j0 + c + HWY_MIN(r, rows - 1));
+  for (size_t c = 0; c < cols; c += kTileRows) {
+    const size_t rows = HWY_MIN(kTileRows, cols - c);
+    const float* k_rows[kTileRows];
+    for (size_t r = 0; r < kTileRows; ++r) k_rows[r] = KeyRow(h, j0 + c + HWY_MIN(r, rows - 1));
     for (size_t q = 0; q < n_pad; q += 2 * lanes) {
-      auto s00 = hn::Zero(d), s01 = s00, s10 = s00, s11 = s00;
-      auto s20 = s00, s21 = s00, s30 = s00, s31 = s00;
-      MulAdd4x2v(d, k_rows, 1, qt + q, chunk, h.qk_dim, s00, s01, s10, s11, s20, s21, s30, s31);
-      StoreRows4x2v(d, rows, 2 * lanes, st + c * chunk + q, chunk, s00, s01, s10, s11, s20, s21,
-                    s30, s31);
+      float* out = st + c * chunk + q;
+      RegisterTile(
+          d, k_rows, 1, qt + q, chunk, h.qk_dim, [&](size_t, size_t) { return hn::Zero(d); },
+          [&](size_t r, V s0, V s1) {
+            if (r < rows) StoreRow(d, s0, s1, 2 * lanes, out + r * chunk);
+          });
     }
   }
   const size_t masked_cols = MaskedCols(h, j0, cols);
@@ -165,11 +174,11 @@ inline void OnlineSoftmaxTile(size_t cols, size_t n_pad, const ChunkScratch& s) 
     for (size_t c = 0; c < cols; ++c) max = hn::Max(max, hn::Load(d, s.st + c * chunk + q));
     // Nothing attendable yet: shift by 0 so that exp(-inf) stays 0, not NaN.
     const auto shift = hn::IfThenZeroElse(hn::Eq(max, neg_inf), max);
-    const auto corr = ExpKeepNaN(d, hn::Sub(old_max, shift));
+    const auto corr = ExpNonPositive(d, hn::Sub(old_max, shift));
     auto sum = hn::Mul(hn::Load(d, s.row_sum + q), corr);
     for (size_t c = 0; c < cols; ++c) {
       float* p = s.st + c * chunk + q;
-      const auto e = ExpKeepNaN(d, hn::Sub(hn::Load(d, p), shift));
+      const auto e = ExpNonPositive(d, hn::Sub(hn::Load(d, p), shift));
       hn::Store(e, d, p);
       sum = hn::Add(sum, e);
     }
@@ -179,14 +188,14 @@ inline void OnlineSoftmaxTile(size_t cols, size_t n_pad, const ChunkScratch& s) 
   }
 }
 
-// For queries q < n: acc_q = acc_q * corr[q] + sum_c p(q, c) * V[j0 + c],
-// with p(q, c) = p[q * q_stride + c * key_stride] (transposed scores or
-// weights rows). Each loaded V vector feeds four queries.
-inline void AccumulateTile(const AttentionHead& h, const float* HWY_RESTRICT p, size_t q_stride,
-                           size_t key_stride, size_t n, size_t j0, size_t cols,
-                           const float* HWY_RESTRICT corr, const ChunkScratch& s) {
+// For queries q < n: acc_q = acc_q * corr[q] + sum_c st[c][q] * V[j0 + c].
+// Each loaded V vector feeds kTileRows queries.
+inline void AccumulateTile(const AttentionHead& h, size_t n, size_t j0, size_t cols,
+                           const ChunkScratch& s) {
   const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
   const size_t lanes = hn::Lanes(d);
+  const size_t chunk = QueryChunk();
   const size_t v_pad = PaddedVDim(h.v_dim);
   const float* v = h.v + j0 * h.v_stride;
   size_t v_stride = h.v_stride;
@@ -199,28 +208,23 @@ inline void AccumulateTile(const AttentionHead& h, const float* HWY_RESTRICT p, 
     v = s.vt;
     v_stride = v_pad;
   }
-  for (size_t q0 = 0; q0 < n; q0 += 4) {
-    const size_t rows = HWY_MIN(4, n - q0);
-    const float* p_rows[4];
-    RowPointers4(p + q0 * q_stride, q_stride, rows, p_rows);
+  for (size_t q0 = 0; q0 < n; q0 += kTileRows) {
+    const size_t rows = HWY_MIN(kTileRows, n - q0);
+    // Columns of st up to PaddedQueries(n) exist: no repeated rows needed.
+    const float* p_rows[kTileRows];
+    TileRowPointers(s.st + q0, 1, kTileRows, p_rows);
     float* acc = s.acc + q0 * v_pad;
-    const float* acc_rows[4];
-    RowPointers4(acc, v_pad, rows, acc_rows);
-    const size_t r1 = HWY_MIN(1, rows - 1), r2 = HWY_MIN(2, rows - 1), r3 = HWY_MIN(3, rows - 1);
-    const auto f0 = hn::Set(d, corr[q0]), f1 = hn::Set(d, corr[q0 + r1]);
-    const auto f2 = hn::Set(d, corr[q0 + r2]), f3 = hn::Set(d, corr[q0 + r3]);
     for (size_t e = 0; e < v_pad; e += 2 * lanes) {
-      auto a00 = hn::Mul(hn::LoadU(d, acc_rows[0] + e), f0);
-      auto a01 = hn::Mul(hn::LoadU(d, acc_rows[0] + e + lanes), f0);
-      auto a10 = hn::Mul(hn::LoadU(d, acc_rows[1] + e), f1);
-      auto a11 = hn::Mul(hn::LoadU(d, acc_rows[1] + e + lanes), f1);
-      auto a20 = hn::Mul(hn::LoadU(d, acc_rows[2] + e), f2);
-      auto a21 = hn::Mul(hn::LoadU(d, acc_rows[2] + e + lanes), f2);
-      auto a30 = hn::Mul(hn::LoadU(d, acc_rows[3] + e), f3);
-      auto a31 = hn::Mul(hn::LoadU(d, acc_rows[3] + e + lanes), f3);
-      MulAdd4x2v(d, p_rows, key_stride, v + e, v_stride, cols, a00, a01, a10, a11, a20, a21,
-                 a30, a31);
-      StoreRows4x2v(d, rows, 2 * lanes, acc + e, v_pad, a00, a01, a10, a11, a20, a21, a30, a31);
+      RegisterTile(
+          d, p_rows, chunk, v + e, v_stride, cols,
+          [&](size_t r, size_t half) {
+            const size_t row = HWY_MIN(r, rows - 1);
+            return hn::Mul(hn::LoadU(d, acc + row * v_pad + e + half * lanes),
+                           hn::Set(d, s.corr[q0 + row]));
+          },
+          [&](size_t r, V a0, V a1) {
+            if (r < rows) StoreRow(d, a0, a1, 2 * lanes, acc + r * v_pad + e);
+          });
     }
   }
 }
@@ -249,7 +253,7 @@ inline void WriteOutputRows(const AttentionHead& h, size_t i0, size_t n, const C
 // Online-softmax attention for queries [i0, i0 + n), n <= QueryChunk().
 inline void FlashChunk(const AttentionHead& h, size_t i0, size_t n, const ChunkScratch& s) {
   const size_t chunk = QueryChunk();
-  const size_t n_pad = RoundUpToVectorPair(n);
+  const size_t n_pad = PaddedQueries(n);
   TransposeQueryChunk(h, i0, n, n_pad, s.qt);
   std::fill(s.row_max, s.row_max + chunk, kNegInf);
   std::fill(s.row_sum, s.row_sum + chunk, 0.0f);
@@ -263,7 +267,7 @@ inline void FlashChunk(const AttentionHead& h, size_t i0, size_t n, const ChunkS
     if (TileFullyPadded(h, j0, cols)) continue;
     ScoreTile(h, i0, n, n_pad, j0, cols, s.qt, s.st);
     OnlineSoftmaxTile(cols, n_pad, s);
-    AccumulateTile(h, s.st, 1, chunk, n, j0, cols, s.corr, s);
+    AccumulateTile(h, n, j0, cols, s);
   }
   WriteOutputRows(h, i0, n, s);
 }
@@ -271,7 +275,7 @@ inline void FlashChunk(const AttentionHead& h, size_t i0, size_t n, const ChunkS
 // Materialised attention for queries [i0, i0 + n): weights rows first.
 inline void WeightsChunk(const AttentionHead& h, size_t i0, size_t n, const ChunkScratch& s) {
   const size_t chunk = QueryChunk();
-  const size_t n_pad = RoundUpToVectorPair(n);
+  const size_t n_pad = PaddedQueries(n);
   TransposeQueryChunk(h, i0, n, n_pad, s.qt);
   const size_t num_keys = h.num_keys();
   float* weights = h.weights + i0 * h.weights_stride;
@@ -288,7 +292,12 @@ inline void WeightsChunk(const AttentionHead& h, size_t i0, size_t n, const Chun
   std::fill(s.acc, s.acc + n * PaddedVDim(h.v_dim), 0.0f);
   for (size_t j0 = 0; j0 < num_keys; j0 += kKeyTile) {
     const size_t cols = HWY_MIN(kKeyTile, num_keys - j0);
-    AccumulateTile(h, weights + j0, h.weights_stride, 1, n, j0, cols, s.corr, s);
+    for (size_t c = 0; c < cols; ++c) {
+      float* row = s.st + c * chunk;
+      for (size_t q = 0; q < n; ++q) row[q] = weights[q * h.weights_stride + j0 + c];
+      std::fill(row + n, row + n_pad, 0.0f);
+    }
+    AccumulateTile(h, n, j0, cols, s);
   }
   WriteOutputRows(h, i0, n, s);
 }

@@ -78,97 +78,91 @@ HWY_INLINE void StoreRow(D d, V acc0, V acc1, size_t cols, float* HWY_RESTRICT c
   }
 }
 
-// The 4x2v register tile, shared by the GEMM and the attention kernels: four
-// rows of A against two vectors of columns of a k-major B. Missing rows
-// (rows < 4) repeat the last row: they are computed and never stored.
-inline void RowPointers4(const float* a, size_t lda, size_t rows, const float* out[4]) {
-  for (size_t r = 0; r < 4; ++r) out[r] = a + HWY_MIN(r, rows - 1) * lda;
+// The register tile, shared by the GEMM and the attention kernels: kTileRows
+// rows of A (broadcast) against two vectors of columns of a k-major B. 4 rows
+// (8 accumulators) fit the 16 registers of SSE4/AVX2/NEON/WASM; AVX-512's 32
+// registers hold 8 rows, which halves the broadcasts per FMA.
+#undef MHA_TILE_ROWS
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#define MHA_TILE_ROWS 8
+#else
+#define MHA_TILE_ROWS 4
+#endif
+constexpr size_t kTileRows = MHA_TILE_ROWS;
+
+// Missing rows (rows < kTileRows) repeat the last row: they are computed and
+// never stored.
+inline void TileRowPointers(const float* a, size_t lda, size_t rows,
+                            const float* out[kTileRows]) {
+  for (size_t r = 0; r < kTileRows; ++r) out[r] = a + HWY_MIN(r, rows - 1) * lda;
 }
 
-// c_r0 += sum_kk a[r][kk * a_stride] * B[kk][0, lanes), c_r1 likewise with
-// B[kk][lanes, 2 lanes), where B[kk] = b + kk * ldb: 8 accumulators, 2 loads
-// and 4 broadcasts per kk, which fits the 16 registers of SSE4/AVX2/NEON/WASM.
 template <class D, class V>
-HWY_INLINE void MulAdd4x2v(D d, const float* const a[4], size_t a_stride,
-                           const float* HWY_RESTRICT b, size_t ldb, size_t k, V& c00, V& c01, V& c10, V& c11, V& c20,
-                           V& c21, V& c30, V& c31) {
+HWY_INLINE void MulAddRow(D d, const float* a, V b0, V b1, V& c0, V& c1) {
+  const V av = hn::Set(d, *a);
+  c0 = hn::MulAdd(av, b0, c0);
+  c1 = hn::MulAdd(av, b1, c1);
+}
+
+// Row r of the tile starts as (init(r, 0), init(r, 1)), gains
+// sum_kk a[r][kk * a_stride] * (B[kk][0, lanes), B[kk][lanes, 2 lanes)) with
+// B[kk] = b + kk * ldb, and goes to store(r, c0, c1). Named accumulators, not
+// arrays: SVE vectors are sizeless.
+template <class D, class Init, class Store>
+HWY_INLINE void RegisterTile(D d, const float* const a[kTileRows], size_t a_stride,
+                             const float* HWY_RESTRICT b, size_t ldb, size_t k, const Init& init,
+                             const Store& store) {
+  using V = hn::Vec<D>;
   const size_t lanes = hn::Lanes(d);
+  V c00 = init(0, 0), c01 = init(0, 1), c10 = init(1, 0), c11 = init(1, 1);
+  V c20 = init(2, 0), c21 = init(2, 1), c30 = init(3, 0), c31 = init(3, 1);
+#if MHA_TILE_ROWS == 8
+  V c40 = init(4, 0), c41 = init(4, 1), c50 = init(5, 0), c51 = init(5, 1);
+  V c60 = init(6, 0), c61 = init(6, 1), c70 = init(7, 0), c71 = init(7, 1);
+#endif
   for (size_t kk = 0; kk < k; ++kk) {
     const V b0 = hn::LoadU(d, b + kk * ldb);
     const V b1 = hn::LoadU(d, b + kk * ldb + lanes);
-    V av = hn::Set(d, a[0][kk * a_stride]);
-    c00 = hn::MulAdd(av, b0, c00);
-    c01 = hn::MulAdd(av, b1, c01);
-    av = hn::Set(d, a[1][kk * a_stride]);
-    c10 = hn::MulAdd(av, b0, c10);
-    c11 = hn::MulAdd(av, b1, c11);
-    av = hn::Set(d, a[2][kk * a_stride]);
-    c20 = hn::MulAdd(av, b0, c20);
-    c21 = hn::MulAdd(av, b1, c21);
-    av = hn::Set(d, a[3][kk * a_stride]);
-    c30 = hn::MulAdd(av, b0, c30);
-    c31 = hn::MulAdd(av, b1, c31);
+    const size_t offset = kk * a_stride;
+    MulAddRow(d, a[0] + offset, b0, b1, c00, c01);
+    MulAddRow(d, a[1] + offset, b0, b1, c10, c11);
+    MulAddRow(d, a[2] + offset, b0, b1, c20, c21);
+    MulAddRow(d, a[3] + offset, b0, b1, c30, c31);
+#if MHA_TILE_ROWS == 8
+    MulAddRow(d, a[4] + offset, b0, b1, c40, c41);
+    MulAddRow(d, a[5] + offset, b0, b1, c50, c51);
+    MulAddRow(d, a[6] + offset, b0, b1, c60, c61);
+    MulAddRow(d, a[7] + offset, b0, b1, c70, c71);
+#endif
   }
+  store(0, c00, c01);
+  store(1, c10, c11);
+  store(2, c20, c21);
+  store(3, c30, c31);
+#if MHA_TILE_ROWS == 8
+  store(4, c40, c41);
+  store(5, c50, c51);
+  store(6, c60, c61);
+  store(7, c70, c71);
+#endif
 }
 
-// Stores `cols` columns of the first `rows` rows of the tile at c (row stride ldc).
-template <class D, class V>
-HWY_INLINE void StoreRows4x2v(D d, size_t rows, size_t cols, float* HWY_RESTRICT c, size_t ldc,
-                              V c00, V c01, V c10, V c11, V c20, V c21, V c30, V c31) {
-  StoreRow(d, c00, c01, cols, c);
-  if (rows > 1) StoreRow(d, c10, c11, cols, c + ldc);
-  if (rows > 2) StoreRow(d, c20, c21, cols, c + 2 * ldc);
-  if (rows > 3) StoreRow(d, c30, c31, cols, c + 3 * ldc);
-}
-
-// f32_gemm_4x2v: up to 4 rows of A against one packed panel.
-inline void GemmPanel4x2v(const float* a, size_t lda, size_t rows, const float* panel,
-                          size_t k, float* c, size_t ldc, size_t cols) {
-  const hn::ScalableTag<float> d;
-  const size_t lanes = hn::Lanes(d);
-  const size_t width = 2 * lanes;
-  const float* a_rows[4];
-  RowPointers4(a, lda, rows, a_rows);
-  const float* bias = panel + k * width;
-  auto c00 = hn::LoadU(d, bias), c01 = hn::LoadU(d, bias + lanes);
-  auto c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01;
-  MulAdd4x2v(d, a_rows, 1, panel, width, k, c00, c01, c10, c11, c20, c21, c30, c31);
-  StoreRows4x2v(d, rows, cols, c, ldc, c00, c01, c10, c11, c20, c21, c30, c31);
-}
-
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-// f32_gemm_8x2v: AVX-512's 32 registers hold 16 accumulators, which halves
-// the broadcasts per FMA of the 4x2v tile. Missing rows repeat the last.
-inline void GemmPanel8x2v(const float* a, size_t lda, size_t rows, const float* panel,
-                          size_t k, float* c, size_t ldc, size_t cols) {
+// f32_gemm_{4,8}x2v: up to kTileRows rows of A against one packed panel.
+inline void GemmPanel(const float* a, size_t lda, size_t rows, const float* panel, size_t k,
+                      float* c, size_t ldc, size_t cols) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const size_t lanes = hn::Lanes(d);
   const size_t width = 2 * lanes;
-  const float* row_ptr[8];
-  V acc0[8], acc1[8];
-  for (size_t r = 0; r < 8; ++r) {
-    row_ptr[r] = a + HWY_MIN(r, rows - 1) * lda;
-    acc0[r] = hn::LoadU(d, panel + k * width);
-    acc1[r] = hn::LoadU(d, panel + k * width + lanes);
-  }
-  for (size_t kk = 0; kk < k; ++kk) {
-    const V b0 = hn::LoadU(d, panel + kk * width);
-    const V b1 = hn::LoadU(d, panel + kk * width + lanes);
-    for (size_t r = 0; r < 8; ++r) {
-      const V av = hn::Set(d, row_ptr[r][kk]);
-      acc0[r] = hn::MulAdd(av, b0, acc0[r]);
-      acc1[r] = hn::MulAdd(av, b1, acc1[r]);
-    }
-  }
-  for (size_t r = 0; r < rows; ++r) StoreRow(d, acc0[r], acc1[r], cols, c + r * ldc);
+  const float* a_rows[kTileRows];
+  TileRowPointers(a, lda, rows, a_rows);
+  const float* bias = panel + k * width;
+  RegisterTile(
+      d, a_rows, 1, panel, width, k, [&](size_t, size_t half) { return hn::LoadU(d, bias + half * lanes); },
+      [&](size_t r, V c0, V c1) {
+        if (r < rows) StoreRow(d, c0, c1, cols, c + r * ldc);
+      });
 }
-constexpr size_t kGemmRows = 8;
-#define MHA_GEMM_PANEL GemmPanel8x2v
-#else
-constexpr size_t kGemmRows = 4;
-#define MHA_GEMM_PANEL GemmPanel4x2v
-#endif
 
 inline void GemmTile(const float* a, size_t lda, const float* packed, size_t n, size_t k,
                      float* c, size_t ldc, size_t row_begin, size_t row_end,
@@ -178,14 +172,12 @@ inline void GemmTile(const float* a, size_t lda, const float* packed, size_t n, 
     const float* panel = packed + (col0 / width) * (k + 1) * width;
     const size_t limit = col_end < n ? col_end : n;
     const size_t cols = limit - col0 < width ? limit - col0 : width;
-    for (size_t row = row_begin; row < row_end; row += kGemmRows) {
-      const size_t rows = row_end - row < kGemmRows ? row_end - row : kGemmRows;
-      MHA_GEMM_PANEL(a + row * lda, lda, rows, panel, k, c + row * ldc + col0, ldc, cols);
+    for (size_t row = row_begin; row < row_end; row += kTileRows) {
+      const size_t rows = row_end - row < kTileRows ? row_end - row : kTileRows;
+      GemmPanel(a + row * lda, lda, rows, panel, k, c + row * ldc + col0, ldc, cols);
     }
   }
 }
-
-#undef MHA_GEMM_PANEL
 
 }  // namespace HWY_NAMESPACE
 }  // namespace mha
