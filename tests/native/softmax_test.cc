@@ -1,0 +1,95 @@
+// The softmax building blocks on every Highway target: ExpNonPositive against
+// std::exp over its whole domain and its special values, and SoftmaxRow
+// against a double-precision softmax.
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+#include "hwy/aligned_allocator.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "tests/native/softmax_test.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "hwy/tests/hwy_gtest.h"
+#include "src/kernels/softmax-inl.h"
+#include "tests/native/reference.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mha {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Runs ExpNonPositive on xs, one vector at a time.
+std::vector<float> ExpOf(const std::vector<float>& xs) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  std::vector<float> out(xs.size());
+  auto buffer = hwy::AllocateAligned<float>(lanes);
+  for (size_t i = 0; i < xs.size(); i += lanes) {
+    for (size_t l = 0; l < lanes; ++l) buffer[l] = xs[HWY_MIN(i + l, xs.size() - 1)];
+    hn::Store(ExpNonPositive(d, hn::Load(d, buffer.get())), d, buffer.get());
+    for (size_t l = 0; l < lanes && i + l < xs.size(); ++l) out[i + l] = buffer[l];
+  }
+  return out;
+}
+
+void TestExpNonPositiveMatchesStdExp() {
+  std::vector<float> xs;
+  for (float x = 0.0f; x > -90.0f; x -= 0.0137f) xs.push_back(x);
+  for (float x : {-0.0f, -1e-30f, -1e-7f, -0.34657f, -0.34658f, -87.29f, -87.31f, -103.0f}) {
+    xs.push_back(x);
+  }
+  const std::vector<float> got = ExpOf(xs);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double want = std::exp(static_cast<double>(xs[i]));
+    if (xs[i] < -87.3f) {
+      HWY_ASSERT(got[i] == 0.0f);  // masked keys must weigh exactly 0
+    } else if (std::fabs(got[i] - want) > 3e-7 * want) {
+      HWY_ABORT("ExpNonPositive(%.9g) = %.9g, exp = %.9g", xs[i], got[i], want);
+    }
+  }
+}
+
+void TestExpNonPositiveSpecialValues() {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> got = ExpOf({-inf, std::numeric_limits<float>::quiet_NaN(), 0.0f});
+  HWY_ASSERT(got[0] == 0.0f);
+  HWY_ASSERT(std::isnan(got[1]));  // a NaN score must poison its row, not vanish
+  HWY_ASSERT(got[2] == 1.0f);
+}
+
+void TestSoftmaxRowMatchesDouble() {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  for (size_t n : {size_t{1}, size_t{3}, size_t{16}, size_t{67}}) {
+    std::vector<float> row = mha_test::RandomVector(n, static_cast<uint32_t>(n));
+    for (size_t i = 0; i < n; i += 3) row[i] *= 40.0f;  // spread the exponents
+    if (n > 1) row[1] = neg_inf;
+    double max = -INFINITY, sum = 0.0;
+    for (float x : row) max = std::fmax(max, x);
+    for (float x : row) sum += std::exp(x - max);
+    std::vector<float> got = row;
+    SoftmaxRow(got.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      const double want = std::exp(row[i] - max) / sum;
+      HWY_ASSERT(std::fabs(got[i] - want) <= 1e-6 * want + 1e-9);
+    }
+  }
+  std::vector<float> masked(5, neg_inf);  // nothing to attend: NaN, as PyTorch
+  SoftmaxRow(masked.data(), masked.size());
+  for (float x : masked) HWY_ASSERT(std::isnan(x));
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace mha
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace mha {
+HWY_BEFORE_TEST(SoftmaxTest);
+HWY_EXPORT_AND_TEST_P(SoftmaxTest, TestExpNonPositiveMatchesStdExp);
+HWY_EXPORT_AND_TEST_P(SoftmaxTest, TestExpNonPositiveSpecialValues);
+HWY_EXPORT_AND_TEST_P(SoftmaxTest, TestSoftmaxRowMatchesDouble);
+}  // namespace mha
+#endif
