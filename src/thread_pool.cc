@@ -3,9 +3,6 @@
 namespace mha {
 namespace {
 
-// Static partition: thread t gets [n*t/T, n*(t+1)/T).
-size_t RangeBegin(size_t n, size_t t, size_t threads) { return n * t / threads; }
-
 // About 50 to 100 microseconds of polling before a thread sleeps.
 constexpr int kSpins = 20000;
 
@@ -57,12 +54,12 @@ void ThreadPool::ParallelFor(size_t n, const std::function<void(size_t, size_t, 
     std::lock_guard<std::mutex> lock(mutex_);
     body_ = &body;
     n_ = n;
+    next_.store(0);
     pending_.store(workers_.size());
     generation_.fetch_add(1);
   }
   work_ready_.notify_all();
-  const size_t end = RangeBegin(n, 1, threads);
-  if (end > 0) body(0, end, 0);
+  RunItems(0);
   auto all_done = [this] { return pending_.load() == 0; };
   if (!SpinUntil(all_done)) {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -70,9 +67,16 @@ void ThreadPool::ParallelFor(size_t n, const std::function<void(size_t, size_t, 
   }
 }
 
+void ThreadPool::RunItems(size_t thread_index) {
+  for (;;) {
+    const size_t i = next_.fetch_add(1);
+    if (i >= n_) return;
+    (*body_)(i, i + 1, thread_index);
+  }
+}
+
 void ThreadPool::WorkerLoop(size_t thread_index) {
   uint64_t seen_generation = 0;
-  const size_t threads = num_threads();
   auto woken = [&] { return stop_.load() || generation_.load() != seen_generation; };
   for (;;) {
     if (!SpinUntil(woken)) {
@@ -81,9 +85,7 @@ void ThreadPool::WorkerLoop(size_t thread_index) {
     }
     if (stop_.load()) return;
     seen_generation = generation_.load();
-    const size_t begin = RangeBegin(n_, thread_index, threads);
-    const size_t end = RangeBegin(n_, thread_index + 1, threads);
-    if (begin < end) (*body_)(begin, end, thread_index);
+    RunItems(thread_index);
     if (pending_.fetch_sub(1) == 1) {
       // Under the mutex, so the caller cannot miss it between its check and its wait.
       std::lock_guard<std::mutex> lock(mutex_);

@@ -1,5 +1,7 @@
-// A persistent fork-join pool: threads are created once, ParallelFor hands
-// each of them a static, contiguous share of [0, n).
+// A persistent fork-join pool: threads are created once, and in ParallelFor
+// each claims the next item of [0, n) from a shared counter until none are
+// left, so a thread slowed by other work on its core takes fewer items
+// instead of holding everyone up.
 #ifndef MHA_SRC_THREAD_POOL_H_
 #define MHA_SRC_THREAD_POOL_H_
 
@@ -24,14 +26,15 @@ class ThreadPool {
 
   size_t num_threads() const { return num_threads_; }
 
-  // Calls body(begin, end, thread_index) on disjoint ranges covering [0, n),
-  // one range per thread, and returns when all are done. The calling thread
+  // Calls body(i, i + 1, thread_index) once for every i in [0, n), spread
+  // over the threads, and returns when all are done. The calling thread
   // takes part as thread 0. Not reentrant: `body` must not call ParallelFor.
   // Calls from several threads at once are serialised.
   void ParallelFor(size_t n, const std::function<void(size_t, size_t, size_t)>& body);
 
  private:
   void WorkerLoop(size_t thread_index);
+  void RunItems(size_t thread_index);
 
   size_t num_threads_;  // set before any worker starts: workers read it
   std::vector<std::thread> workers_;
@@ -48,6 +51,8 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
   std::atomic<size_t> pending_{0};
   std::atomic<bool> stop_{false};
+  // The next unclaimed item, on a cache line of its own: every claim writes it.
+  alignas(64) std::atomic<size_t> next_{0};
 };
 
 }  // namespace mha

@@ -1,6 +1,8 @@
 #include "src/thread_pool.h"
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -8,7 +10,7 @@
 namespace mha_test {
 namespace {
 
-TEST(ThreadPoolTest, CoversEveryIndexOnceWithDisjointRanges) {
+TEST(ThreadPoolTest, CoversEveryIndexOnce) {
   for (size_t threads : {1, 2, 3, 8}) {
     mha::ThreadPool pool(threads);
     EXPECT_EQ(pool.num_threads(), threads);
@@ -36,6 +38,24 @@ TEST(ThreadPoolTest, ManyCallsReuseTheSameThreads) {
     });
   }
   EXPECT_EQ(sum.load(), 2000L * 45);
+}
+
+// Items are claimed one by one: while the calling thread is stuck in its
+// first item, the worker takes all the others instead of waiting for a
+// fixed half to be handed to it.
+TEST(ThreadPoolTest, AStalledThreadLeavesItsShareToTheOthers) {
+  mha::ThreadPool pool(2);
+  constexpr size_t kItems = 40;
+  std::atomic<size_t> by_thread[2] = {{0}, {0}};
+  std::atomic<bool> stalled{false};
+  pool.ParallelFor(kItems, [&](size_t begin, size_t end, size_t thread) {
+    if (thread == 0 && !stalled.exchange(true)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+    by_thread[thread] += end - begin;
+  });
+  EXPECT_EQ(by_thread[0].load() + by_thread[1].load(), kItems);
+  EXPECT_GE(by_thread[1].load(), kItems - 2);
 }
 
 }  // namespace
