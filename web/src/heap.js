@@ -64,9 +64,12 @@ export class Heap {
     return { ptr: copy.ptr, shape, bool };
   }
 
-  // A JS-owned copy of `count` floats at `ptr`.
+  // A JS-owned copy of `count` floats at `ptr`. new + set, not slice(): on a
+  // shared (threaded) heap, slice() copies about 3x slower.
   copyOutFloat32(ptr, count) {
-    return new Float32Array(memoryBuffer(this.wasm), ptr >>> 0, count).slice();
+    const copy = new Float32Array(count);
+    copy.set(new Float32Array(memoryBuffer(this.wasm), ptr >>> 0, count));
+    return copy;
   }
 
   release() {
