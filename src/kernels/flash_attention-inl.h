@@ -134,6 +134,9 @@ inline void ScoreTile(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
     const float* k_rows[kTileRows];
     for (size_t r = 0; r < kTileRows; ++r) k_rows[r] = KeyRow(h, j0 + c + HWY_MIN(r, rows - 1));
     for (size_t q = 0; q < n_pad; q += 2 * lanes) {
+      // Causal: every key of these rows is after every query of these
+      // columns; the causal fill below writes them.
+      if (h.causal && j0 + c + rows <= h.masked_keys && j0 + c > i0 + q + 2 * lanes - 1) continue;
       float* out = st + c * chunk + q;
       RegisterTile(
           d, k_rows, 1, qt + q, chunk, h.qk_dim, [&](size_t, size_t) { return hn::Zero(d); },
@@ -190,7 +193,7 @@ inline void OnlineSoftmaxTile(size_t cols, size_t n_pad, const ChunkScratch& s) 
 
 // For queries q < n: acc_q = acc_q * corr[q] + sum_c st[c][q] * V[j0 + c].
 // Each loaded V vector feeds kTileRows queries.
-inline void AccumulateTile(const AttentionHead& h, size_t n, size_t j0, size_t cols,
+inline void AccumulateTile(const AttentionHead& h, size_t i0, size_t n, size_t j0, size_t cols,
                            const ChunkScratch& s) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
@@ -210,13 +213,18 @@ inline void AccumulateTile(const AttentionHead& h, size_t n, size_t j0, size_t c
   }
   for (size_t q0 = 0; q0 < n; q0 += kTileRows) {
     const size_t rows = HWY_MIN(kTileRows, n - q0);
+    // Causal: keys after the block's last query weigh 0 for all its rows.
+    size_t keys = cols;
+    if (h.causal && j0 + cols <= h.masked_keys) {
+      keys = HWY_MIN(cols, i0 + q0 + kTileRows > j0 ? i0 + q0 + kTileRows - j0 : 0);
+    }
     // Columns of st up to PaddedQueries(n) exist: no repeated rows needed.
     const float* p_rows[kTileRows];
     TileRowPointers(s.st + q0, 1, kTileRows, p_rows);
     float* acc = s.acc + q0 * v_pad;
     for (size_t e = 0; e < v_pad; e += 2 * lanes) {
       RegisterTile(
-          d, p_rows, chunk, v + e, v_stride, cols,
+          d, p_rows, chunk, v + e, v_stride, keys,
           [&](size_t r, size_t half) {
             const size_t row = HWY_MIN(r, rows - 1);
             return hn::Mul(hn::LoadU(d, acc + row * v_pad + e + half * lanes),
@@ -267,7 +275,7 @@ inline void FlashChunk(const AttentionHead& h, size_t i0, size_t n, const ChunkS
     if (TileFullyPadded(h, j0, cols)) continue;
     ScoreTile(h, i0, n, n_pad, j0, cols, s.qt, s.st);
     OnlineSoftmaxTile(cols, n_pad, s);
-    AccumulateTile(h, n, j0, cols, s);
+    AccumulateTile(h, i0, n, j0, cols, s);
   }
   WriteOutputRows(h, i0, n, s);
 }
@@ -297,7 +305,7 @@ inline void WeightsChunk(const AttentionHead& h, size_t i0, size_t n, const Chun
       for (size_t q = 0; q < n; ++q) row[q] = weights[q * h.weights_stride + j0 + c];
       std::fill(row + n, row + n_pad, 0.0f);
     }
-    AccumulateTile(h, n, j0, cols, s);
+    AccumulateTile(h, i0, n, j0, cols, s);
   }
   WriteOutputRows(h, i0, n, s);
 }
