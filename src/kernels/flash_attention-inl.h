@@ -23,8 +23,8 @@
 #include <limits>
 
 #include "hwy/highway.h"
-#include "src/kernels/gemm-inl.h"
 #include "src/kernels/kernels.h"
+#include "src/kernels/register_tile-inl.h"
 #include "src/kernels/softmax-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -39,7 +39,9 @@ constexpr size_t kKeyTile = 64;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-inline size_t RoundUp(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+inline size_t RoundUp(size_t n, size_t multiple) {
+  return (n + multiple - 1) / multiple * multiple;
+}
 
 // The register tile spans a vector pair of columns, so padded value rows come
 // in vector pairs.
@@ -291,7 +293,8 @@ inline void WeightsChunk(const AttentionHead& h, size_t i0, size_t n, const Chun
     const size_t cols = HWY_MIN(kKeyTile, num_keys - j0);
     ScoreTile(h, i0, n, n_pad, j0, cols, s.qt, s.st);
     for (size_t q = 0; q < n; ++q) {
-      for (size_t c = 0; c < cols; ++c) weights[q * h.weights_stride + j0 + c] = s.st[c * chunk + q];
+      float* row = weights + q * h.weights_stride + j0;
+      for (size_t c = 0; c < cols; ++c) row[c] = s.st[c * chunk + q];
     }
   }
   for (size_t q = 0; q < n; ++q) SoftmaxRow(weights + q * h.weights_stride, num_keys);
