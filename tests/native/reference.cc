@@ -27,6 +27,14 @@ std::vector<float> ReferenceGemm(const std::vector<float>& a, const std::vector<
   return c;
 }
 
+void ReferenceSoftmax(std::vector<double>* s) {
+  double max = -std::numeric_limits<double>::infinity();
+  for (double x : *s) max = x > max ? x : max;
+  double sum = 0.0;
+  for (double& x : *s) sum += (x = std::exp(x - max));
+  for (double& x : *s) x = max == -std::numeric_limits<double>::infinity() ? std::nan("") : x / sum;
+}
+
 void ReferenceAttention(const mha::kernels::AttentionHead& h, std::vector<float>* out,
                         std::vector<float>* weights) {
   const size_t keys = h.num_keys();
@@ -35,7 +43,6 @@ void ReferenceAttention(const mha::kernels::AttentionHead& h, std::vector<float>
   weights->assign(h.num_queries * keys, 0.0f);
   std::vector<double> s(keys);
   for (size_t i = 0; i < h.num_queries; ++i) {
-    double max = neg_inf;
     for (size_t j = 0; j < keys; ++j) {
       const float* k = j < h.masked_keys ? h.k + j * h.k_stride
                                          : h.extra_k + (j - h.masked_keys) * h.qk_dim;
@@ -47,12 +54,10 @@ void ReferenceAttention(const mha::kernels::AttentionHead& h, std::vector<float>
         if (h.key_bias != nullptr) s[j] += h.key_bias[j];
         if (h.causal && j > i) s[j] = neg_inf;
       }
-      if (s[j] > max) max = s[j];
     }
-    double sum = 0.0;
-    for (size_t j = 0; j < keys; ++j) sum += (s[j] = std::exp(s[j] - max));
+    ReferenceSoftmax(&s);
     for (size_t j = 0; j < keys; ++j) {
-      const double p = max == neg_inf ? std::nan("") : s[j] / sum;
+      const double p = s[j];
       (*weights)[i * keys + j] = static_cast<float>(p);
       const float* v = j < h.masked_keys ? h.v + j * h.v_stride
                                          : h.extra_v + (j - h.masked_keys) * h.v_dim;

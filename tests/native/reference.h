@@ -17,6 +17,9 @@ std::vector<float> RandomVector(size_t n, uint32_t seed);
 std::vector<float> ReferenceGemm(const std::vector<float>& a, const std::vector<float>& b,
                                  const float* bias, size_t m, size_t n, size_t k);
 
+// softmax(s) in place, in double; NaN everywhere when every entry is -inf.
+void ReferenceSoftmax(std::vector<double>* s);
+
 // The attention of one head as the kernel contract describes it, in double:
 // out (num_queries x v_dim) and weights (num_queries x num_keys).
 void ReferenceAttention(const mha::kernels::AttentionHead& head, std::vector<float>* out,
