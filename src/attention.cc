@@ -42,7 +42,9 @@ void RunAttentionHeads(const std::vector<kernels::AttentionHead>& heads, ThreadP
     float* mine = base + thread * per_thread;
     for (size_t item = begin; item < end; ++item) {
       const kernels::AttentionHead& head = heads[item / chunks];
-      const size_t q0 = (item % chunks) * kQueriesPerItem;
+      // Last chunks first: under a causal mask they cost the most, and the
+      // cheap first chunks even out the threads' finishing times.
+      const size_t q0 = (chunks - 1 - item % chunks) * kQueriesPerItem;
       const size_t q1 = std::min(queries, q0 + kQueriesPerItem);
       kernels::Attention(head, q0, q1, mine);
     }
