@@ -239,13 +239,12 @@ inline void AccumulateTile(const AttentionHead& h, size_t i0, size_t n, size_t j
   }
 }
 
-// True when key padding removes every key of [j0, j0 + cols).
-inline bool TileFullyPadded(const AttentionHead& h, size_t j0, size_t cols) {
-  if (h.key_bias == nullptr || j0 + cols > h.masked_keys) return false;
-  for (size_t c = 0; c < cols; ++c) {
-    if (h.key_bias[j0 + c] != kNegInf) return false;
-  }
-  return true;
+// Keys of [j0, j0 + cols) up to the last one key padding leaves: trailing
+// padded keys weigh 0 and are not computed (0 for a fully padded tile).
+inline size_t UnpaddedCols(const AttentionHead& h, size_t j0, size_t cols) {
+  if (h.key_bias == nullptr || j0 + cols > h.masked_keys) return cols;
+  while (cols > 0 && h.key_bias[j0 + cols - 1] == kNegInf) --cols;
+  return cols;
 }
 
 // out[i0 + q] = acc_q / sum[q]; NaN for a query that attended to nothing.
@@ -270,11 +269,10 @@ inline void FlashChunk(const AttentionHead& h, size_t i0, size_t n, const ChunkS
   std::fill(s.acc, s.acc + n * PaddedVDim(h.v_dim), 0.0f);
   const size_t num_keys = h.num_keys();
   for (size_t j0 = 0; j0 < num_keys; j0 += kKeyTile) {
-    const size_t cols = HWY_MIN(kKeyTile, num_keys - j0);
+    const size_t cols = UnpaddedCols(h, j0, HWY_MIN(kKeyTile, num_keys - j0));
     // Causal: every query of the chunk is before this tile's first key (a
     // later tile may still hold the never-masked extra keys).
-    if (h.causal && j0 + cols <= h.masked_keys && j0 > i0 + n - 1) continue;
-    if (TileFullyPadded(h, j0, cols)) continue;
+    if (cols == 0 || (h.causal && j0 + cols <= h.masked_keys && j0 > i0 + n - 1)) continue;
     ScoreTile(h, i0, n, n_pad, j0, cols, s.qt, s.st);
     OnlineSoftmaxTile(cols, n_pad, s);
     AccumulateTile(h, i0, n, j0, cols, s);
