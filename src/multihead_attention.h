@@ -21,9 +21,10 @@
 //   weights (N, L, S') averaged, or (N, num_heads, L, S') per head, (L, S') /
 //   (num_heads, L, S') unbatched, where S' counts bias_k and zero-attention keys.
 // - NaN inputs: a NaN score makes its query's row NaN, as in PyTorch. One
-//   difference: keys that the masks remove in whole tiles (causal, key
-//   padding) are never read, so a NaN in such a masked key or value does not
-//   reach the output, where PyTorch's dense 0 * NaN would spread it.
+//   difference: keys that the masks remove in whole blocks (causal tiles and
+//   blocks along the diagonal, key padding at the end of a 64-key tile) are
+//   never read, so a NaN in such a masked key or value does not reach the
+//   output, where PyTorch's dense 0 * NaN would spread it.
 // - dropout is accepted and ignored: this is inference (eval mode).
 //
 // Thread safety: Forward on one module is serialised internally; distinct
