@@ -1,5 +1,7 @@
 #include "src/linear.h"
 
+#include <algorithm>
+
 #include "src/kernels/kernels.h"
 
 namespace mha {
@@ -21,31 +23,56 @@ void PackedLinear::Reset(const float* weight, const float* bias, size_t out, siz
   panel_width_ = 0;
 }
 
-void PackedLinear::Apply(const float* x, size_t ldx, size_t rows, float* y, size_t ldy,
-                         ThreadPool* pool) {
+size_t PackedLinear::ColumnAlignment() const { return kernels::GemmPanelWidth(); }
+
+const float* PackedLinear::Packed() {
   const size_t width = kernels::GemmPanelWidth();
   if (panel_width_ != width) {
     float* packed = packed_.Get(kernels::PackedBSize(out_, in_));
     kernels::PackB(weight_, in_, bias_, out_, in_, packed);
     panel_width_ = width;
   }
-  const float* packed = packed_.Get(0);
-  const size_t row_blocks = (rows + kRowBlock - 1) / kRowBlock;
-  const size_t col_step = width * kPanelsPerBlock;
-  const size_t col_blocks = (out_ + col_step - 1) / col_step;
+  return packed_.Get(0);
+}
+
+void PackedLinear::Apply(const float* x, size_t ldx, size_t rows, float* y, size_t ldy,
+                         ThreadPool* pool) {
+  tasks_.clear();
+  AddTasks({0, rows, 0, out_});
+  RunTasks(x, ldx, y, ldy, pool);
+}
+
+void PackedLinear::Apply(const float* x, size_t ldx, const std::vector<Block>& blocks, float* y,
+                         size_t ldy, ThreadPool* pool) {
+  tasks_.clear();
+  for (const Block& b : blocks) AddTasks(b);
+  RunTasks(x, ldx, y, ldy, pool);
+}
+
+void PackedLinear::AddTasks(const Block& b) {
+  const size_t col_step = kernels::GemmPanelWidth() * kPanelsPerBlock;
+  const size_t col_end = std::min(b.col_end, out_);
+  for (size_t r0 = b.row_begin; r0 < b.row_end; r0 += kRowBlock) {
+    for (size_t c0 = b.col_begin; c0 < col_end; c0 += col_step) {
+      tasks_.push_back(
+          {r0, std::min(r0 + kRowBlock, b.row_end), c0, std::min(c0 + col_step, col_end)});
+    }
+  }
+}
+
+void PackedLinear::RunTasks(const float* x, size_t ldx, float* y, size_t ldy, ThreadPool* pool) {
+  const float* packed = Packed();
   auto task = [&](size_t begin, size_t end, size_t) {
     for (size_t t = begin; t < end; ++t) {
-      const size_t r0 = (t / col_blocks) * kRowBlock;
-      const size_t c0 = (t % col_blocks) * col_step;
-      const size_t r1 = r0 + kRowBlock < rows ? r0 + kRowBlock : rows;
-      const size_t c1 = c0 + col_step < out_ ? c0 + col_step : out_;
-      kernels::GemmTile(x, ldx, packed, out_, in_, y, ldy, r0, r1, c0, c1);
+      const Block& k = tasks_[t];
+      kernels::GemmTile(x, ldx, packed, out_, in_, y, ldy, k.row_begin, k.row_end, k.col_begin,
+                        k.col_end);
     }
   };
   if (pool != nullptr) {
-    pool->ParallelFor(row_blocks * col_blocks, task);
+    pool->ParallelFor(tasks_.size(), task);
   } else {
-    task(0, row_blocks * col_blocks, 0);
+    task(0, tasks_.size(), 0);
   }
 }
 

@@ -3,6 +3,7 @@
 #define MHA_SRC_LINEAR_H_
 
 #include <cstddef>
+#include <vector>
 
 #include "src/aligned_buffer.h"
 #include "src/thread_pool.h"
@@ -23,13 +24,28 @@ class PackedLinear {
   // y (rows x out, row stride ldy) = x (rows x in, row stride ldx) W^T + b.
   void Apply(const float* x, size_t ldx, size_t rows, float* y, size_t ldy, ThreadPool* pool);
 
+  // Rows [row_begin, row_end) and columns [col_begin, col_end) of y.
+  struct Block {
+    size_t row_begin, row_end, col_begin, col_end;
+  };
+  // The same on these blocks of y only, in one pass over the pool. col_begin
+  // is 0 or a multiple of ColumnAlignment().
+  void Apply(const float* x, size_t ldx, const std::vector<Block>& blocks, float* y, size_t ldy,
+             ThreadPool* pool);
+  size_t ColumnAlignment() const;
+
  private:
+  const float* Packed();
+  void AddTasks(const Block& block);
+  void RunTasks(const float* x, size_t ldx, float* y, size_t ldy, ThreadPool* pool);
+
   const float* weight_ = nullptr;
   const float* bias_ = nullptr;
   size_t out_ = 0;
   size_t in_ = 0;
   size_t panel_width_ = 0;  // 0: not packed
   AlignedBuffer packed_;
+  std::vector<Block> tasks_;  // reused: no allocation per call in steady state
 };
 
 }  // namespace mha

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <limits>
 
 #include "src/attention.h"
 #include "src/linear.h"
@@ -144,6 +145,31 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
   const size_t dq = c.qk_head_dim, dv = c.v_head_dim, QK = qk, VV = vv;
   const bool bf = c.batch_first && batched;
 
+  // Without weights, keys that key padding removes at the end of a batch
+  // entry are never attended: their K and V rows are not computed and
+  // attention stops before them. (Rows of one entry are contiguous when the
+  // batch comes first or there is one.)
+  const float* kpm = AdditiveMask(o.key_padding_mask, 1, &kpm_storage);
+  live_keys.assign(N, S);
+  if (kpm != nullptr && !o.need_weights && (bf || N == 1)) {
+    const float neg_inf = -std::numeric_limits<float>::infinity();
+    for (size_t n = 0; n < N; ++n) {
+      while (live_keys[n] > 0 && kpm[n * S + live_keys[n] - 1] == neg_inf) --live_keys[n];
+    }
+  }
+  const auto key_rows = [&](size_t col_begin,
+                            size_t col_end) -> std::vector<PackedLinear::Block>& {
+    key_blocks.clear();
+    if (!bf && N > 1) {  // the entries' rows interleave: all of them
+      key_blocks.push_back({0, S * N, col_begin, col_end});
+    } else {
+      for (size_t n = 0; n < N; ++n) {
+        key_blocks.push_back({n * S, n * S + live_keys[n], col_begin, col_end});
+      }
+    }
+    return key_blocks;
+  };
+
   // Projections. Inputs are viewed as matrices of (seq * N) rows in memory
   // order; attention then reads each (n, h) with a row stride.
   const float *Q, *K, *V;
@@ -154,7 +180,12 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
     q_ld = k_ld = v_ld = 2 * QK + VV;
     // At least one row, so the K and V offsets below stay inside a real buffer when L * N == 0.
     float* buf = qkv.Get(std::max<size_t>(L * N, 1) * q_ld);
-    qkv_proj.Apply(query.data, E, L * N, buf, q_ld, pool);
+    // Q columns (rounded up to whole panels) for every row, K and V for live keys.
+    const size_t align = qkv_proj.ColumnAlignment();
+    const size_t split = (QK + align - 1) / align * align;
+    std::vector<PackedLinear::Block>& blocks = key_rows(split, q_ld);
+    blocks.push_back({0, L * N, 0, split});
+    qkv_proj.Apply(query.data, E, blocks, buf, q_ld, pool);
     Q = buf;
     K = buf + QK;
     V = buf + 2 * QK;
@@ -165,8 +196,8 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
     float* k_buf = buf + L * N * QK;
     float* v_buf = k_buf + S * N * QK;
     q_proj.Apply(query.data, E, L * N, buf, QK, pool);
-    k_proj.Apply(key.data, kdim, S * N, k_buf, QK, pool);
-    v_proj.Apply(value.data, vdim, S * N, v_buf, VV, pool);
+    k_proj.Apply(key.data, kdim, key_rows(0, QK), k_buf, QK, pool);
+    v_proj.Apply(value.data, vdim, key_rows(0, VV), v_buf, VV, pool);
     Q = buf;
     K = k_buf;
     V = v_buf;
@@ -189,7 +220,6 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
     }
   }
 
-  const float* kpm = AdditiveMask(o.key_padding_mask, 1, &kpm_storage);
   const float* mask = AdditiveMask(o.attn_mask, 1, &mask_storage);
   const bool mask_per_head = o.attn_mask.shape.size() == 3;
 
@@ -222,7 +252,7 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
       head.out = O + q_row * VV + h * dv;
       head.out_stride = q_step * VV;
       head.num_queries = L;
-      head.masked_keys = S;
+      head.masked_keys = live_keys[n];
       head.qk_dim = dq;
       head.v_dim = dv;
       head.scale = 1.0f / std::sqrt(static_cast<float>(dq));

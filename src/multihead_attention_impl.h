@@ -33,6 +33,8 @@ struct MultiheadAttention::Impl {
   AlignedBuffer qkv, attn, extras, head_weights, scratch;
   std::vector<float> kpm_storage, mask_storage;
   std::vector<kernels::AttentionHead> heads;
+  std::vector<size_t> live_keys;                // per batch entry
+  std::vector<PackedLinear::Block> key_blocks;  // their rows of the key projections
   int64_t embed_dim = 0, kdim = 0, vdim = 0;
 
   // The forward pass on validated inputs (multihead_attention_forward.cc).

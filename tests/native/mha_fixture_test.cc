@@ -36,9 +36,14 @@ void RunMha(Fixture& f, mha::ThreadPool* pool) {
   if (f.need_weights) {
     ASSERT_OK(f.Expected("expected.weights", &expected));
     ExpectClose(result.weights, expected, "weights");
-  } else {
-    EXPECT_TRUE(result.weights.shape.empty());
+    // The same output without weights: the flash path, which also skips
+    // the keys that masks remove.
+    options.need_weights = false;
+    ASSERT_OK(module->Forward(q, k, v, options, &result, pool));
+    ASSERT_OK(f.Expected("expected.output", &expected));
+    ExpectClose(result.output, expected, "output without weights");
   }
+  EXPECT_TRUE(options.need_weights || result.weights.shape.empty());
 }
 
 void RunSdpa(Fixture& f, mha::ThreadPool* pool) {
