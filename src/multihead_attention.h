@@ -22,9 +22,10 @@
 //   (num_heads, L, S') unbatched, where S' counts bias_k and zero-attention keys.
 // - NaN inputs: a NaN score makes its query's row NaN, as in PyTorch. One
 //   difference: keys that the masks remove in whole blocks (causal tiles and
-//   blocks along the diagonal, key padding at the end of a 64-key tile) are
-//   never read, so a NaN in such a masked key or value does not reach the
-//   output, where PyTorch's dense 0 * NaN would spread it.
+//   blocks along the diagonal; key padding at the end of a 64-key tile, or,
+//   without weights, at the end of a batch entry) are never read, so a NaN in
+//   such a masked key or value does not reach the output, where PyTorch's
+//   dense 0 * NaN would spread it.
 // - dropout is accepted and ignored: this is inference (eval mode).
 //
 // Thread safety: Forward on one module is serialised internally; distinct
