@@ -151,16 +151,19 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
   // batch comes first or there is one.)
   const float* kpm = AdditiveMask(o.key_padding_mask, 1, &kpm_storage);
   live_keys.assign(N, S);
+  bool trimmed = false;
   if (kpm != nullptr && !o.need_weights && (bf || N == 1)) {
     const float neg_inf = -std::numeric_limits<float>::infinity();
     for (size_t n = 0; n < N; ++n) {
       while (live_keys[n] > 0 && kpm[n * S + live_keys[n] - 1] == neg_inf) --live_keys[n];
+      trimmed = trimmed || live_keys[n] < S;
     }
   }
+  // The K and V rows to project: each entry's live keys, or all rows.
   const auto key_rows = [&](size_t col_begin,
                             size_t col_end) -> std::vector<PackedLinear::Block>& {
     key_blocks.clear();
-    if (!bf && N > 1) {  // the entries' rows interleave: all of them
+    if (!trimmed) {
       key_blocks.push_back({0, S * N, col_begin, col_end});
     } else {
       for (size_t n = 0; n < N; ++n) {
