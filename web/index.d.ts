@@ -23,6 +23,16 @@ export interface LoadOptions {
   threads?: 'auto' | number;
   /** Default: 'simd-threaded' where SharedArrayBuffer is usable (Node, cross-origin-isolated pages). */
   build?: BuildName;
+  /**
+   * 'auto' (default): on a page's main thread the engine runs in a Worker of the package's own;
+   * in Node and inside workers, in the calling thread. true needs Web Workers (not Node).
+   */
+  proxy?: 'auto' | boolean;
+  /**
+   * Browsers: the base URL where the files of the package's dist/ are served, for tools that copy
+   * no assets (esbuild, Rollup without an asset plugin) and CDNs. Ignored in Node.
+   */
+  wasmPaths?: string | URL;
 }
 
 export interface LibraryInfo {
@@ -33,6 +43,10 @@ export interface LibraryInfo {
   simd: boolean;
   /** Highway's target name: 'WASM'. */
   target: string;
+  /** Whether the engine runs in the package's own Worker. */
+  proxy: boolean;
+  /** null with threads; else why the single-thread build runs. */
+  threadsOffReason: string | null;
 }
 
 export interface MultiheadAttentionConfig {
@@ -82,11 +96,15 @@ export interface ForwardResult {
 }
 
 export interface MultiheadAttention {
-  /** The state_dict entries this configuration has. */
+  /**
+   * The state_dict entries this configuration has. Through the proxy, known once the worker has
+   * made the module (after any awaited call on it); before that, reading it throws MHAError.
+   */
   readonly parameters: ParameterSpec[];
-  loadStateDict(stateDict: StateDict, options?: PrefixOptions): void;
+  /** Resolves once loaded (await it); bad input JS can see throws, core errors reject. */
+  loadStateDict(stateDict: StateDict, options?: PrefixOptions): Promise<void>;
   /** The bytes of a .safetensors file with F32, F16 or BF16 tensors. */
-  loadSafetensors(bytes: Uint8Array | ArrayBuffer, options?: PrefixOptions): void;
+  loadSafetensors(bytes: Uint8Array | ArrayBuffer, options?: PrefixOptions): Promise<void>;
   forward(query: Tensor, key: Tensor, value: Tensor, options?: ForwardOptions):
     Promise<ForwardResult>;
   /** Frees the module's WASM memory; later calls throw MHAError. */
@@ -113,7 +131,12 @@ export interface MHALibrary {
   scaledDotProductAttention(query: Tensor, key: Tensor, value: Tensor, options?: SdpaOptions):
     Promise<Tensor>;
   /** Diagnostics: the WASM heap's top, bytes in use, memory size. */
-  heapInfo(): HeapInfo;
+  heapInfo(): Promise<HeapInfo>;
+  /**
+   * Only when info.proxy: ends the engine's worker now, even mid-forward. Pending calls reject
+   * with MHAError, modules made there are gone, the library's next call starts a new worker.
+   */
+  terminate?(): void;
 }
 
 export function loadMHA(options?: LoadOptions): Promise<MHALibrary>;

@@ -11,15 +11,15 @@ const gc = runInNewContext('gc');
 
 test('a FinalizationRegistry frees modules that were never disposed', async () => {
   const lib = await loadMHA({ build: 'simd' });
-  const before = lib.heapInfo().inUseBytes;
+  const before = (await lib.heapInfo()).inUseBytes;
   (() => {
     for (let i = 0; i < 20; ++i) lib.createMultiheadAttention({ embedDim: 256, numHeads: 4 });
   })();
-  assert.ok(lib.heapInfo().inUseBytes - before > 20 * 4 * 256 * 256, 'the modules hold memory');
+  assert.ok((await lib.heapInfo()).inUseBytes - before > 20 * 4 * 256 * 256, 'the modules hold memory');
   // Finalizers run some time after a collection.
-  for (let attempt = 0; attempt < 50 && lib.heapInfo().inUseBytes > before; ++attempt) {
+  for (let attempt = 0; attempt < 50 && (await lib.heapInfo()).inUseBytes > before; ++attempt) {
     gc();
     await sleep(20);
   }
-  assert.equal(lib.heapInfo().inUseBytes, before);
+  assert.equal((await lib.heapInfo()).inUseBytes, before);
 });

@@ -37,10 +37,10 @@ for (const build of BUILDS) {
         : mha.forward(query, key, key, { keyPaddingMask, needWeights: false }));
 
       for (let i = 0; i < WARMUP; ++i) await step(i);
-      const settled = lib.heapInfo();
+      const settled = await lib.heapInfo();
       let last;
       for (let i = 0; i < FORWARDS; ++i) last = await step(i);
-      const end = lib.heapInfo();
+      const end = await lib.heapInfo();
 
       assert.equal(last.output.data.length, 33 * 2 * 64);
       assert.ok(last.output.data.every(Number.isFinite), 'outputs are finite');
@@ -60,9 +60,9 @@ for (const build of BUILDS) {
       mha.loadStateDict(stateDict);
       const L = 1500;   // weights alone: L * L floats, more than the initial 16 MiB
       const x = randomTensor([L, 8], 7);
-      const before = lib.heapInfo().memoryBytes;
+      const before = (await lib.heapInfo()).memoryBytes;
       const { output, weights } = await mha.forward(x, x, x);
-      assert.ok(lib.heapInfo().memoryBytes > before, 'memory grew');
+      assert.ok((await lib.heapInfo()).memoryBytes > before, 'memory grew');
       assert.deepEqual(weights.shape, [L, L]);
       assert.ok(output.data.every(Number.isFinite), 'outputs are finite');
       for (const row of [0, L >> 1, L - 1]) {

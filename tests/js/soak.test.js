@@ -38,9 +38,9 @@ function makeCalls(lib) {
   return calls;
 }
 
-function measure(lib) {
+async function measure(lib) {
   gc();
-  return { ...lib.heapInfo(), rss: process.memoryUsage().rss };
+  return { ...(await lib.heapInfo()), rss: process.memoryUsage().rss };
 }
 
 for (const build of BUILDS) {
@@ -49,14 +49,14 @@ for (const build of BUILDS) {
       const lib = await loadMHA({ build });
       const calls = makeCalls(lib);
       for (let i = 0; i < WARMUP; ++i) await calls[i % calls.length]();
-      const warm = measure(lib);
+      const warm = await measure(lib);
       let finite = 0;
       for (let i = 0; i < FORWARDS; ++i) {
         const result = await calls[i % calls.length]();
         const output = result.output ?? result;
         if (output.data.every(Number.isFinite)) ++finite;
       }
-      const end = measure(lib);
+      const end = await measure(lib);
       assert.equal(finite, FORWARDS, 'every output finite');
       assert.equal(end.memoryBytes, warm.memoryBytes, 'WASM memory size unchanged');
       assert.equal(end.heapTop, warm.heapTop, 'heap top (sbrk) unchanged');

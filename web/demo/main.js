@@ -1,6 +1,6 @@
-// The demo page: reads the controls, runs forwards in the engine worker, draws the results.
+// The demo page: reads the controls, runs forwards in the package's worker, draws the results.
 // Every failure ends as a readable message in the page; the page itself keeps working.
-import { EngineClient } from './engine-client.js';
+import { engineRunning, runRequest, startEngine as loadEngine, stopEngine } from './engine.js';
 import { MaskPainter } from './mask-painter.js';
 import { buildProblem, MAX_PAINTED_LENGTH } from './problem.js';
 import { medianTime, renderResults } from './results-view.js';
@@ -13,7 +13,6 @@ const tooltip = byId('tooltip');
 const MAX_EXPOSED_VALUES = 1 << 18; // larger results are not copied into data attributes
 const DEBOUNCE_MS = 180;
 
-const engine = new EngineClient();
 const painter = new MaskPainter(byId('mask-canvas'), () => scheduleRun());
 let loadedFile = null; // { name, bytes, id }
 let fileCount = 0;
@@ -200,8 +199,7 @@ async function startEngine() {
   byId('badge-build').className = 'badge';
   result.dataset.state = 'loading';
   try {
-    const { info, isolated } = await engine.start(threads);
-    showEngineBadges(info, isolated);
+    showEngineBadges(await loadEngine(threads), self.crossOriginIsolated === true);
     result.dataset.state = 'ready';
   } catch (error) {
     byId('badge-build').textContent = 'engine failed to load';
@@ -224,8 +222,8 @@ async function runNow() {
   }
   running = true;
   try {
-    if (!engine.running) await startEngine();
-    if (!engine.running) {
+    if (!engineRunning()) await startEngine();
+    if (!engineRunning()) {
       recordRun('error', null); // startEngine has said why
       return;
     }
@@ -239,7 +237,7 @@ async function runNow() {
     result.dataset.state = 'running';
     byId('stat-time-note').textContent = 'running…';
     byId('stop').hidden = false;
-    const reply = await engine.run(problem.request);
+    const reply = await runRequest(problem.request);
     lastRun = { problem, reply };
     setBatchItems(problem.view.batch);
     renderResults(problem, reply, Number(byId('batch-item').value), tooltip);
@@ -346,7 +344,7 @@ byId('weights-file').addEventListener('change', (event) => {
 });
 byId('mask-clear').addEventListener('click', () => painter.clear());
 // A forward cannot be interrupted inside WASM: stopping ends the worker; the next run starts a new one.
-byId('stop').addEventListener('click', () => engine.stop());
+byId('stop').addEventListener('click', stopEngine);
 byId('batch-item').addEventListener('change', () => {
   if (lastRun) renderResults(lastRun.problem, lastRun.reply, Number(byId('batch-item').value), tooltip);
   syncPainterContext(readSettings());

@@ -1,4 +1,20 @@
-// mha-wasm: multi-head attention with PyTorch nn.MultiheadAttention semantics
-// in WebAssembly. See README.md and DESIGN.md ("JavaScript API").
-export { loadMHA } from './load.js';
-export { MHAError } from './errors.js';
+// mha-wasm for Node (package.json "exports": "node"): multi-head attention
+// with PyTorch nn.MultiheadAttention semantics in WebAssembly. Reads its
+// files from the package, never fetches. See README.md and DESIGN.md.
+import * as env from './env_node.js';
+import { MHAError } from './errors.js';
+import { checkLoadOptions, loadInThread } from './load.js';
+
+export { MHAError };
+
+// options: { threads, build, proxy, wasmPaths } (see web/index.d.ts). Node
+// runs the engine in the calling thread (proxy: 'auto' or false) and reads
+// the package's own files (wasmPaths is for browsers and ignored here).
+export async function loadMHA(options) {
+  const o = checkLoadOptions(options);
+  if (o.proxy === true) {
+    throw new MHAError("proxy: expected 'auto' or false in Node, which runs the engine in the " +
+                       'calling thread (start a worker_threads Worker to move it off), received true');
+  }
+  return loadInThread(o, env, env.fileUrls());
+}

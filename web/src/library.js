@@ -6,21 +6,41 @@ import {
   checkBoolean, checkMask, checkOptionsObject, checkTensor, describe,
 } from './validate.js';
 import { MHAError } from './errors.js';
+import { settle } from './settle.js';
 import { VERSION } from './version.js';
 
 const SDPA_KEYS = ['attnMask', 'isCausal', 'scale'];
 
+// The JS-visible checks of scaledDotProductAttention (also run by the proxy's
+// client, so that bad input throws in the caller's thread).
+export function checkSdpa(query, key, value, options) {
+  const o = checkOptionsObject(options, 'scaledDotProductAttention options', SDPA_KEYS);
+  checkTensor(query, 'query');
+  checkTensor(key, 'key');
+  checkTensor(value, 'value');
+  const attnMask = checkMask(o.attnMask, 'attnMask');
+  if (o.scale !== undefined && !(typeof o.scale === 'number' && o.scale > 0 && o.scale < Infinity)) {
+    throw new MHAError(`scale: expected a positive number (or undefined for ` +
+                       `1/sqrt(E)), received ${describe(o.scale)}`);
+  }
+  // The core takes 0 as "default".
+  return { attnMask, flags: { is_causal: checkBoolean(o.isCausal, 'isCausal', false), scale: o.scale ?? 0 } };
+}
+
 export class MHALibrary {
-  constructor(wasm, build) {
+  // threadsOffReason: null, or why the single-thread build runs.
+  constructor(wasm, { build, threadsOffReason }) {
     this.wasm = wasm;
     const core = wasm.info();
-    // { version, build: 'simd-threaded' | 'simd', threads, simd, target }
+    // proxy: false here; a proxied library (proxy_client.js) says true.
     this.info = Object.freeze({
       version: VERSION,
       build,
       threads: core.threads,
       simd: core.target === 'WASM',
       target: core.target,
+      proxy: false,
+      threadsOffReason,
     });
   }
 
@@ -31,17 +51,7 @@ export class MHALibrary {
   // torch.nn.functional.scaled_dot_product_attention (PyTorch 2.x): a bool
   // attnMask is true where a query MAY attend.
   async scaledDotProductAttention(query, key, value, options) {
-    const o = checkOptionsObject(options, 'scaledDotProductAttention options', SDPA_KEYS);
-    checkTensor(query, 'query');
-    checkTensor(key, 'key');
-    checkTensor(value, 'value');
-    const attnMask = checkMask(o.attnMask, 'attnMask');
-    if (o.scale !== undefined && !(typeof o.scale === 'number' && o.scale > 0 && o.scale < Infinity)) {
-      throw new MHAError(`scale: expected a positive number (or undefined for ` +
-                         `1/sqrt(E)), received ${describe(o.scale)}`);
-    }
-    // The core takes 0 as "default".
-    const flags = { is_causal: checkBoolean(o.isCausal, 'isCausal', false), scale: o.scale ?? 0 };
+    const { attnMask, flags } = checkSdpa(query, key, value, options);
     const { output } = callCore(this.wasm, 'scaledDotProductAttention', (heap, result) => {
       return this.wasm.scaledDotProductAttention(heap.copyTensor(query),
         heap.copyTensor(key), heap.copyTensor(value),
@@ -51,8 +61,11 @@ export class MHALibrary {
   }
 
   // Diagnostics: the WASM heap's top (sbrk), bytes malloc'd, memory size.
+  // A Promise, as through the proxy.
   heapInfo() {
-    const { heapTop, inUseBytes } = this.wasm.heapInfo();
-    return { heapTop, inUseBytes, memoryBytes: memoryBuffer(this.wasm).byteLength };
+    return settle(() => {
+      const { heapTop, inUseBytes } = this.wasm.heapInfo();
+      return { heapTop, inUseBytes, memoryBytes: memoryBuffer(this.wasm).byteLength };
+    });
   }
 }

@@ -1,6 +1,7 @@
 // The JS face of mha::MultiheadAttention (see DESIGN.md, "JavaScript API").
 import { callCore } from './core_call.js';
 import { MHAError } from './errors.js';
+import { settle } from './settle.js';
 import {
   checkBoolean, checkBytes, checkMask, checkOptionalDim, checkOptionsObject, checkParameter,
   checkPositiveInteger, checkTensor, describe,
@@ -14,7 +15,9 @@ const FORWARD_KEYS = ['keyPaddingMask', 'attnMask', 'needWeights', 'averageAttnW
 // Frees the C++ module of a MultiheadAttention the user forgot to dispose.
 const forgotten = new FinalizationRegistry((binding) => binding.delete());
 
-function coreConfig(config) {
+// The checks below are the JS-visible ones, also run by the proxy's client so
+// that bad input throws in the caller's thread.
+export function checkConfig(config) {
   const name = 'createMultiheadAttention';
   if (config === undefined) {
     throw new MHAError(`${name}: expected an options object with embedDim and numHeads, ` +
@@ -48,11 +51,45 @@ function checkPrefix(options, name) {
   return prefix;
 }
 
+// { prefix, entries: [[name, tensor]] }; `parameters`: the module's.
+export function checkLoadStateDict(stateDict, options, parameters) {
+  const name = 'loadStateDict';
+  const prefix = checkPrefix(options, name);
+  if (stateDict === null || typeof stateDict !== 'object' || ArrayBuffer.isView(stateDict)) {
+    throw new MHAError(`${name}: expected an object {name: tensor}, received ` +
+                       describe(stateDict));
+  }
+  const shapes = new Map(parameters.map((p) => [prefix + p.name, p.shape]));
+  const entries = Object.keys(stateDict).filter((key) => key.startsWith(prefix))
+    .map((key) => [key, checkParameter(stateDict[key], key, shapes.get(key))]);
+  return { prefix, entries };
+}
+
+export function checkLoadSafetensors(bytes, options) {
+  return { prefix: checkPrefix(options, 'loadSafetensors'), data: checkBytes(bytes, 'bytes') };
+}
+
+export function checkForward(query, key, value, options) {
+  const o = checkOptionsObject(options, 'forward options', FORWARD_KEYS);
+  checkTensor(query, 'query');
+  checkTensor(key, 'key');
+  checkTensor(value, 'value');
+  return {
+    keyPaddingMask: checkMask(o.keyPaddingMask, 'keyPaddingMask'),
+    attnMask: checkMask(o.attnMask, 'attnMask'),
+    flags: {
+      need_weights: checkBoolean(o.needWeights, 'needWeights', true),
+      average_attn_weights: checkBoolean(o.averageAttnWeights, 'averageAttnWeights', true),
+      is_causal: checkBoolean(o.isCausal, 'isCausal', false),
+    },
+  };
+}
+
 export class MultiheadAttention {
   // Use lib.createMultiheadAttention(config).
   constructor(wasm, config) {
     this.wasm = wasm;
-    const coreOptions = coreConfig(config);
+    const coreOptions = checkConfig(config);
     const binding = new wasm.MultiheadAttention();
     try {
       callCore(wasm, 'createMultiheadAttention', (heap, result) =>
@@ -78,45 +115,32 @@ export class MultiheadAttention {
   // `prefix` prepended): all of `parameters`, where in_proj_weight and
   // q/k/v_proj_weight may stand for each other when kdim == vdim == embedDim
   // (give those as {data, shape}). Keys without the prefix are ignored. The
-  // core checks names, shapes and that nothing is missing.
+  // core checks names, shapes and that nothing is missing. A Promise, as
+  // through the proxy; bad input that JS sees throws.
   loadStateDict(stateDict, options) {
     const name = 'loadStateDict';
     const binding = this.checkAlive(name);
-    const prefix = checkPrefix(options, name);
-    if (stateDict === null || typeof stateDict !== 'object' || ArrayBuffer.isView(stateDict)) {
-      throw new MHAError(`${name}: expected an object {name: tensor}, received ` +
-                         describe(stateDict));
-    }
-    const shapes = new Map(this.parameters.map((p) => [prefix + p.name, p.shape]));
-    const entries = Object.keys(stateDict).filter((key) => key.startsWith(prefix))
-      .map((key) => [key, checkParameter(stateDict[key], key, shapes.get(key))]);
-    callCore(this.wasm, name, (heap, result) => binding.loadStateDict(
-      entries.map(([key, tensor]) => ({ name: key, ...heap.copyTensor(tensor) })), prefix, result));
+    const { prefix, entries } = checkLoadStateDict(stateDict, options, this.parameters);
+    return settle(() => {
+      callCore(this.wasm, name, (heap, result) => binding.loadStateDict(
+        entries.map(([key, tensor]) => ({ name: key, ...heap.copyTensor(tensor) })), prefix, result));
+    });
   }
 
   // bytes: the contents of a .safetensors file (F32, F16 or BF16 tensors).
   loadSafetensors(bytes, options) {
     const name = 'loadSafetensors';
     const binding = this.checkAlive(name);
-    const prefix = checkPrefix(options, name);
-    const data = checkBytes(bytes, 'bytes');
-    callCore(this.wasm, name, (heap, result) =>
-      binding.loadSafetensors(heap.copyIn(data), data.byteLength, prefix, result));
+    const { prefix, data } = checkLoadSafetensors(bytes, options);
+    return settle(() => {
+      callCore(this.wasm, name, (heap, result) =>
+        binding.loadSafetensors(heap.copyIn(data), data.byteLength, prefix, result));
+    });
   }
 
   async forward(query, key, value, options) {
     this.checkAlive('forward');
-    const o = checkOptionsObject(options, 'forward options', FORWARD_KEYS);
-    checkTensor(query, 'query');
-    checkTensor(key, 'key');
-    checkTensor(value, 'value');
-    const keyPaddingMask = checkMask(o.keyPaddingMask, 'keyPaddingMask');
-    const attnMask = checkMask(o.attnMask, 'attnMask');
-    const flags = {
-      need_weights: checkBoolean(o.needWeights, 'needWeights', true),
-      average_attn_weights: checkBoolean(o.averageAttnWeights, 'averageAttnWeights', true),
-      is_causal: checkBoolean(o.isCausal, 'isCausal', false),
-    };
+    const { keyPaddingMask, attnMask, flags } = checkForward(query, key, value, options);
     // Again: an option getter may have disposed the module meanwhile.
     const binding = this.checkAlive('forward');
     return callCore(this.wasm, 'forward', (heap, result) => {

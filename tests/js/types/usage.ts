@@ -4,11 +4,15 @@ import { loadMHA, MHAError } from 'mha-wasm';
 import type { ForwardResult, MHALibrary, Mask, Tensor } from 'mha-wasm';
 
 export async function usage(): Promise<number> {
-  const lib: MHALibrary = await loadMHA({ threads: 'auto' });
+  const lib: MHALibrary = await loadMHA({ threads: 'auto', proxy: 'auto', wasmPaths: '/mha/' });
   const build: 'simd-threaded' | 'simd' = lib.info.build;
+  const reason: string | null = lib.info.threadsOffReason;
+  const proxied: boolean = lib.info.proxy;
   const mha = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, batchFirst: true });
-  mha.loadStateDict({ 'out_proj.bias': new Float32Array(8) }, { prefix: '' });
-  mha.loadSafetensors(new Uint8Array(0));
+  await mha.loadStateDict({ 'out_proj.bias': new Float32Array(8) }, { prefix: '' });
+  await mha.loadSafetensors(new Uint8Array(0));
+  const { inUseBytes } = await lib.heapInfo();
+  lib.terminate?.();
   const x: Tensor = { data: new Float32Array(16), shape: [1, 2, 8] };
   const mask: Mask = { data: new Uint8Array(2), shape: [1, 2] };
   const result: ForwardResult = await mha.forward(x, x, x, { keyPaddingMask: mask, isCausal: true });
@@ -23,10 +27,12 @@ export async function usage(): Promise<number> {
     const notAwaited: ForwardResult = mha.forward(x, x, x);
     // @ts-expect-error option names are camelCase
     await mha.forward(x, x, x, { need_weights: false });
+    // @ts-expect-error proxy is 'auto' or a boolean
+    await loadMHA({ proxy: 'worker' });
     void notAwaited;
   } catch (error) {
     if (!(error instanceof MHAError)) throw error;
   }
   return result.output.data.length + (result.weights?.shape.length ?? 0) + sdpa.shape[0] +
-    build.length;
+    build.length + (reason ?? '').length + Number(proxied) + inUseBytes;
 }

@@ -1,0 +1,60 @@
+// The demo's engine: the package's library, run in its own Worker (the proxy), with the module of
+// the last request kept while its modelKey stays the same, so only forwards are timed.
+import { loadMHA } from '../src/browser.js';
+
+let lib = null;
+let model = null; // { key, mha }
+
+// Loads the engine with `threads` threads (ending the previous one); resolves to lib.info.
+export async function startEngine(threads) {
+  stopEngine();
+  lib = null;
+  lib = await loadMHA({ threads, proxy: true });
+  return lib.info;
+}
+
+export const engineRunning = () => lib !== null;
+
+// A forward cannot be interrupted inside WASM: this ends the worker, its pending run fails, and
+// the library's next call starts a new worker.
+export function stopEngine() {
+  lib?.terminate();
+  model = null;
+}
+
+async function prepareModel({ modelKey, config, params }) {
+  if (model?.key === modelKey) return model.mha;
+  model?.mha.dispose();
+  model = null;
+  const mha = lib.createMultiheadAttention(config);
+  try {
+    if (params.kind === 'safetensors') await mha.loadSafetensors(params.bytes, { prefix: params.prefix });
+    else await mha.loadStateDict(params.tensors);
+  } catch (error) {
+    mha.dispose();
+    throw error;
+  }
+  model = { key: modelKey, mha };
+  return mha;
+}
+
+// One untimed warm-up forward, then `repeats` timed ones; resolves to the last result and the times.
+export async function runRequest(request) {
+  const { inputs: { query, key, value }, options, repeats } = request;
+  try {
+    const mha = await prepareModel(request);
+    let result = await mha.forward(query, key, value, options);
+    const timesMs = [];
+    for (let i = 0; i < repeats; i++) {
+      const start = performance.now();
+      result = await mha.forward(query, key, value, options);
+      timesMs.push(performance.now() - start);
+    }
+    return { output: result.output, weights: result.weights ?? null, timesMs };
+  } catch (error) {
+    // A bad setting or a stopped worker: start from a fresh module next time.
+    model?.mha.dispose();
+    model = null;
+    throw error;
+  }
+}

@@ -1,0 +1,93 @@
+// Where a page or a Web Worker finds the package's files, and how it loads a
+// build. No Node code here: this file is what browser bundles contain.
+import { MHAError } from './errors.js';
+import { describe } from './validate.js';
+
+// Each URL is written out in full, `new URL('literal', import.meta.url)`, so
+// that Vite, webpack 5 and Parcel ship the file and rewrite the URL.
+function packagedFiles() {
+  return {
+    'simd-threaded': {
+      js: new URL('../../dist/mha-simd-threaded.mjs', import.meta.url).href,
+      wasm: new URL('../../dist/mha-simd-threaded.wasm', import.meta.url).href,
+      worker: new URL('../../dist/mha-simd-threaded.worker.js', import.meta.url).href,
+    },
+    simd: {
+      js: new URL('../../dist/mha-simd.mjs', import.meta.url).href,
+      wasm: new URL('../../dist/mha-simd.wasm', import.meta.url).href,
+    },
+    proxyWorker: new URL('../../dist/mha-proxy-worker.mjs', import.meta.url).href,
+  };
+}
+
+// The same files under `wasmPaths`, a base URL where dist/ is served (for
+// tools that copy no assets, and CDNs).
+function filesUnder(wasmPaths) {
+  if (!(typeof wasmPaths === 'string' || wasmPaths instanceof URL)) {
+    throw new MHAError(`wasmPaths: expected a string or a URL, received ${describe(wasmPaths)}`);
+  }
+  let base = String(wasmPaths);
+  if (!base.endsWith('/')) base += '/';
+  const at = (name) => new URL(name, new URL(base, globalThis.location?.href)).href;
+  return {
+    'simd-threaded': {
+      js: at('mha-simd-threaded.mjs'),
+      wasm: at('mha-simd-threaded.wasm'),
+      worker: at('mha-simd-threaded.worker.js'),
+    },
+    simd: { js: at('mha-simd.mjs'), wasm: at('mha-simd.wasm') },
+    proxyWorker: at('mha-proxy-worker.mjs'),
+  };
+}
+
+// { [build]: { js, wasm, worker? }, proxyWorker }: absolute URLs.
+export function fileUrls(wasmPaths) {
+  return wasmPaths === undefined ? packagedFiles() : filesUnder(wasmPaths);
+}
+
+const sameOrigin = (url) => new URL(url).origin === globalThis.location?.origin;
+
+// A Worker may only start from a same-origin script: for one on a CDN, a
+// same-origin Blob whose code loads it.
+export function workerScriptUrl(url, { module }) {
+  if (sameOrigin(url)) return url;
+  const code = module ? `import ${JSON.stringify(url)};` : `importScripts(${JSON.stringify(url)});`;
+  return URL.createObjectURL(new Blob([code], { type: 'text/javascript' }));
+}
+
+export function threadsOffReason() {
+  if (typeof SharedArrayBuffer !== 'function') return 'this browser has no SharedArrayBuffer';
+  if (globalThis.crossOriginIsolated !== true) return 'the page is not cross-origin isolated';
+  return null;
+}
+
+export function hardwareConcurrency() {
+  return globalThis.navigator?.hardwareConcurrency || 1;
+}
+
+async function fetchBytes(url) {
+  let response;
+  try {
+    response = await fetch(url);
+  } catch (error) {
+    response = { ok: false, status: error.message };
+  }
+  if (!response.ok) {
+    throw new MHAError(`mha-wasm: fetching ${url} failed (${response.status}); if a bundler or ` +
+                       'a CDN serves the files of dist/ elsewhere, pass loadMHA({ wasmPaths })');
+  }
+  return response.arrayBuffer();
+}
+
+// Instantiates one build from its files: { js, wasm, worker? } (absolute URLs).
+export async function instantiate(files) {
+  const [{ default: createModule }, wasmBinary] = await Promise.all([
+    import(/* webpackIgnore: true */ /* @vite-ignore */ files.js), fetchBytes(files.wasm)]);
+  // The pthread workers (threaded build) run the worker script, which loads files.js.
+  const pthreadWorker = files.worker && workerScriptUrl(files.worker, { module: false });
+  return createModule({
+    wasmBinary,
+    mainScriptUrlOrBlob: files.js,
+    locateFile: (name) => (name.endsWith('.worker.js') ? pthreadWorker : name),
+  });
+}

@@ -1,0 +1,47 @@
+// How Node loads a build: its own files from the package, read from disk
+// (never fetched). Browser bundles never see this file (package.json
+// "exports": "node").
+import { readFile } from 'node:fs/promises';
+import os from 'node:os';
+
+const FILES = {
+  'simd-threaded': {
+    js: new URL('../../dist/node/mha-simd-threaded.mjs', import.meta.url),
+    wasm: new URL('../../dist/mha-simd-threaded.wasm', import.meta.url),
+  },
+  simd: {
+    js: new URL('../../dist/node/mha-simd.mjs', import.meta.url),
+    wasm: new URL('../../dist/mha-simd.wasm', import.meta.url),
+  },
+};
+
+export function fileUrls() {
+  return FILES;
+}
+
+export function threadsOffReason() {
+  return typeof SharedArrayBuffer === 'function' ? null : 'this Node has no SharedArrayBuffer';
+}
+
+export function hardwareConcurrency() {
+  // availableParallelism arrived in Node 18.14.
+  return os.availableParallelism ? os.availableParallelism() : os.cpus().length;
+}
+
+// Node keeps a process alive while Workers run; the pool's idle workers
+// should not, as they never finish on their own.
+function unrefWorkers(wasm) {
+  if (!wasm.PThread) return;
+  for (const worker of [...wasm.PThread.unusedWorkers, ...wasm.PThread.runningWorkers]) {
+    worker.unref();
+  }
+}
+
+export async function instantiate(files) {
+  // Emscripten 3.1.6 cannot read its .wasm under Node >= 18: hand it the bytes.
+  const [{ default: createModule }, wasmBinary] =
+    await Promise.all([import(files.js.href), readFile(files.wasm)]);
+  const wasm = await createModule({ wasmBinary });
+  unrefWorkers(wasm);
+  return wasm;
+}

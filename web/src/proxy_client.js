@@ -1,0 +1,212 @@
+// The page's side of the proxy: the same API as the in-thread library, run
+// by the package's own Worker (proxy_worker.js) so that the page never
+// blocks. Classes and methods come from proxy_table.js. Arguments are copied
+// to the worker; results come back transferred. A worker that dies rejects
+// every pending call with an MHAError; the library's next call starts a new
+// one (objects made in the old one are lost).
+import { MHAError } from './errors.js';
+import { HANDLE, PROXIED } from './proxy_table.js';
+import { workerScriptUrl } from './env_browser.js';
+
+// Objects the caller forgot to dispose: released in the worker when collected.
+const forgotten = new FinalizationRegistry(({ connection, handle }) => connection.release(handle));
+
+function toError({ name, message }) {
+  if (name === 'MHAError') return new MHAError(message);
+  return Object.assign(new Error(message), { name });
+}
+
+// A typed array as the worker should get it: only its own bytes, never a
+// buffer shared with the caller.
+function ownCopy(array) {
+  const whole = array.buffer instanceof ArrayBuffer && array.byteOffset === 0 &&
+    array.byteLength === array.buffer.byteLength;
+  return whole ? array : array.slice();
+}
+
+// Arguments as a message: proxied objects become handles, typed arrays their
+// own copies, objects their properties (tensors' data and shape also when
+// they are getters of a class).
+function encode(value, objects) {
+  if (ArrayBuffer.isView(value)) return ownCopy(value);
+  if (Array.isArray(value)) return value.map((v) => encode(v, objects));
+  if (value === null || typeof value !== 'object' || value instanceof ArrayBuffer) return value;
+  if (value instanceof ProxiedObject) {
+    objects.push(value);
+    return { [HANDLE]: value.handle };
+  }
+  const keys = new Set(Object.keys(value));
+  if ('data' in value && 'shape' in value) keys.add('data').add('shape');
+  return Object.fromEntries([...keys].map((key) => [key, encode(value[key], objects)]));
+}
+
+// One worker and the calls pending in it.
+class Connection {
+  constructor(options, files) {
+    this.pending = new Map();   // id -> { resolve, reject, objects }
+    this.nextId = 1;
+    this.nextHandle = 1;
+    this.dead = null;           // the MHAError once the worker is gone
+    const lock = globalThis.navigator?.locks ? `mha-wasm-proxy-${Math.random().toString(36).slice(2)}` : null;
+    this.worker = new Worker(workerScriptUrl(files.proxyWorker, { module: true }), { type: 'module' });
+    this.worker.onmessage = ({ data }) => this.receive(data);
+    this.worker.onerror = (event) => {
+      event.preventDefault();
+      this.die(event.message || 'it failed to load or threw');
+    };
+    this.worker.onmessageerror = () => this.die('it sent a message that could not be read');
+    this.loaded = new Promise((resolve, reject) => { this.settleLoad = { resolve, reject }; });
+    this.worker.postMessage({ op: 'load', options: { threads: options.threads, build: options.build }, files, lock });
+    this.loaded.then(() => {
+      if (lock && !this.dead) navigator.locks.request(lock, () => this.die('it was terminated'));
+    }, () => {});
+  }
+
+  receive(message) {
+    if (message.op === 'loaded') return this.settleLoad.resolve(message.info);
+    if (message.op === 'failed') {
+      this.settleLoad.reject(toError(message.error));
+      return this.die('it could not load the engine');
+    }
+    const call = this.pending.get(message.id);
+    this.pending.delete(message.id);
+    for (const object of call.objects) {
+      const state = message.states[object.handle];
+      if (state) object.state = { ...object.state, ...state };
+    }
+    if (message.error) call.reject(toError(message.error));
+    else call.resolve(message.value);
+  }
+
+  die(reason) {
+    if (this.dead) return;
+    this.dead = new MHAError(`mha-wasm: the engine's worker stopped (${reason}); the calls ` +
+                             'pending failed and the modules made there are gone; the ' +
+                             "library's next call starts a new worker");
+    this.worker.terminate();
+    this.settleLoad.reject(this.dead);
+    for (const { reject } of this.pending.values()) reject(this.dead);
+    this.pending.clear();
+  }
+
+  // Sends target.method(...args); `created` is the object a `creates` method returns.
+  send(target, method, args, created) {
+    if (this.dead) return Promise.reject(this.dead);
+    const objects = [target];
+    const message = { op: 'call', id: this.nextId++, target: target.handle, method,
+      args: encode(args, objects), create: created?.handle };
+    if (created) objects.push(created);
+    return new Promise((resolve, reject) => {
+      this.pending.set(message.id, { resolve, reject, objects });
+      this.worker.postMessage(message);
+    });
+  }
+
+  release(handle) {
+    if (!this.dead) this.worker.postMessage({ op: 'release', target: handle });
+  }
+}
+
+// The client face of an object that lives in the worker.
+class ProxiedObject {
+  constructor(connection, handle, type) {
+    this.connection = connection;
+    this.handle = handle;
+    this.type = type;
+    this.state = null;          // the table's state and mirror properties, once known
+    this.creationError = null;  // the error that kept the worker from creating it
+    this.disposed = false;
+  }
+
+  checkLive(method) {
+    if (this.disposed) {
+      throw new MHAError(`${method}: expected a live ${PROXIED[this.type].noun}, received one ` +
+                         'that was disposed');
+    }
+  }
+
+  call(method, args) {
+    if (this.creationError) return Promise.reject(this.creationError);
+    return this.connection.send(this, method, args);
+  }
+
+  create(method, args, type) {
+    const connection = this.connection;
+    const created = new CLIENT_CLASSES[type](connection, connection.nextHandle++, type);
+    connection.send(this, method, args, created).catch((error) => { created.creationError = error; });
+    forgotten.register(created, { connection, handle: created.handle }, created);
+    return created;
+  }
+}
+
+// Frees the object in the worker after the calls sent before (no reply).
+function dispose() {
+  if (this.disposed) return;
+  this.disposed = true;
+  forgotten.unregister(this);
+  this.connection.release(this.handle);
+}
+
+// One client class per table entry: its methods check, then send.
+function clientClass(type) {
+  const spec = PROXIED[type];
+  const Client = class extends ProxiedObject {};
+  for (const [method, check] of Object.entries(spec.calls)) {
+    Client.prototype[method] = function proxiedCall(...args) {
+      this.checkLive(method);
+      check?.(this, ...args);
+      return this.call(method, args);
+    };
+  }
+  for (const [method, made] of Object.entries(spec.creates)) {
+    Client.prototype[method] = function proxiedCreate(...args) {
+      this.checkLive(method);
+      made.check(this, ...args);
+      return this.create(method, args, made.type);
+    };
+  }
+  if (spec.disposable) Client.prototype.dispose = dispose;
+  for (const key of [...spec.state, ...spec.mirror]) {
+    Object.defineProperty(Client.prototype, key, {
+      get() {
+        if (this.state === null) {
+          throw new MHAError(`${key}: not known until the worker has made this ${spec.noun}; ` +
+                             'await any of its calls first');
+        }
+        return this.state[key];
+      },
+    });
+  }
+  return Client;
+}
+
+const CLIENT_CLASSES = Object.fromEntries(Object.keys(PROXIED).map((type) => [type, clientClass(type)]));
+
+// The library: handle 0 of its connection, which is replaced after the
+// worker dies.
+class ProxiedLibrary extends CLIENT_CLASSES.MHALibrary {
+  constructor(connection, info, options, files) {
+    super(connection, 0, 'MHALibrary');
+    this.state = {};
+    this.info = Object.freeze({ ...info, proxy: true });
+    this.restart = () => new Connection(options, files);
+  }
+
+  checkLive(method) {
+    if (this.connection.dead) this.connection = this.restart();
+    super.checkLive(method);
+  }
+
+  // Ends the worker now, even mid-forward (WASM cannot be interrupted
+  // otherwise): as if it had died.
+  terminate() {
+    this.connection.die('lib.terminate() was called');
+  }
+}
+
+// Starts the worker and loads the engine there; resolves to the library.
+export async function startProxy(options, files) {
+  const connection = new Connection(options, files);
+  const info = await connection.loaded;
+  return new ProxiedLibrary(connection, info, options, files);
+}

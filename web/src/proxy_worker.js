@@ -1,0 +1,119 @@
+// The proxy's worker (bundled into dist/mha-proxy-worker.mjs): loads the
+// engine in this thread and runs the client's calls on the same objects the
+// in-thread API uses, one at a time in the order sent. Protocol:
+//   { op: 'load', options, files, lock }      -> { op: 'loaded', info } | { op: 'failed', error }
+//   { op: 'call', id, target, method, args, create? }
+//                                             -> { op: 'reply', id, value | error, states }
+//   { op: 'release', target }                 (dispose; no reply)
+// Objects are addressed by handle (0 = the library); `create` is the handle
+// the client chose for the object a `creates` method returns.
+import * as env from './env_browser.js';
+import { loadInThread } from './load.js';
+import { HANDLE, PROXIED } from './proxy_table.js';
+import { MHAError } from './errors.js';
+
+const objects = new Map();   // handle -> { object, type }
+
+function lookUp(handle) {
+  const entry = objects.get(handle);
+  if (entry === undefined) throw new MHAError('expected a live object, received one that was disposed');
+  return entry;
+}
+
+// Handles in the arguments become the objects they stand for.
+function decode(value) {
+  if (Array.isArray(value)) return value.map(decode);
+  if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) return value;
+  if (HANDLE in value) return lookUp(value[HANDLE]).object;
+  return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, decode(v)]));
+}
+
+function handlesIn(value, found = []) {
+  if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) return found;
+  if (HANDLE in value) found.push(value[HANDLE]);
+  else for (const v of Object.values(value)) handlesIn(v, found);
+  return found;
+}
+
+// The results' own buffers, handed over instead of copied.
+function buffersIn(value, found = []) {
+  if (ArrayBuffer.isView(value)) {
+    if (value.buffer instanceof ArrayBuffer) found.push(value.buffer);
+  } else if (value !== null && typeof value === 'object') {
+    for (const v of Object.values(value)) buffersIn(v, found);
+  }
+  return found;
+}
+
+function stateOf({ object, type }, keys) {
+  return Object.fromEntries(keys.map((key) => [key, object[key]]));
+}
+
+function encodeError(error) {
+  return { name: error?.name ?? 'Error', message: error?.message ?? String(error) };
+}
+
+async function call({ id, target, method, args, create }) {
+  const entry = lookUp(target);
+  const spec = PROXIED[entry.type];
+  const made = spec.creates[method];
+  if (!(method in spec.calls) && made === undefined) {
+    throw new MHAError(`${method}: not a method the proxy forwards`);
+  }
+  const value = await entry.object[method](...decode(args));
+  const states = {};
+  for (const handle of [target, ...handlesIn(args)]) {
+    const other = objects.get(handle);
+    if (other && PROXIED[other.type].mirror.length) states[handle] = stateOf(other, PROXIED[other.type].mirror);
+  }
+  if (made === undefined) return { id, value, states };
+  const created = { object: value, type: made.type };
+  objects.set(create, created);
+  const createdSpec = PROXIED[made.type];
+  states[create] = stateOf(created, [...createdSpec.state, ...createdSpec.mirror]);
+  return { id, value: null, states };
+}
+
+function release(handle) {
+  const entry = objects.get(handle);
+  objects.delete(handle);
+  entry?.object.dispose();
+}
+
+// Holds the client's lock for as long as this worker lives: the client learns
+// that the worker is gone (terminated, crashed) when it gets the lock.
+function holdLock(name) {
+  if (!name || !globalThis.navigator?.locks) return Promise.resolve();
+  return new Promise((held) => navigator.locks.request(name, () => {
+    held();
+    return new Promise(() => {});
+  }));
+}
+
+async function load({ options, files, lock }) {
+  await holdLock(lock);
+  const lib = await loadInThread(options, env, files);
+  objects.set(0, { object: lib, type: 'MHALibrary' });
+  return { op: 'loaded', info: lib.info };
+}
+
+async function handle(message) {
+  if (message.op === 'release') return release(message.target);
+  if (message.op === 'load') {
+    return self.postMessage(await load(message).catch((error) => ({ op: 'failed', error: encodeError(error) })));
+  }
+  let reply;
+  try {
+    reply = { op: 'reply', ...(await call(message)) };
+  } catch (error) {
+    reply = { op: 'reply', id: message.id, error: encodeError(error), states: {} };
+  }
+  self.postMessage(reply, buffersIn(reply.value));
+}
+
+// One message at a time, in order: a call waits for the load and for every
+// call sent before it, as it would in the caller's thread.
+let queue = Promise.resolve();
+self.onmessage = ({ data }) => {
+  queue = queue.then(() => handle(data));
+};
