@@ -9,5 +9,5 @@ bash scripts/setup.sh
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
 fi
-if [ ! -f dist/mha-simd-threaded.wasm ] || [ ! -f dist/mha-simd.wasm ]; then npm run build; fi
+if [ ! -f dist/mha-proxy-worker.mjs ] || [ ! -f dist/node/mha-simd.mjs ]; then npm run build; fi
 exec node scripts/serve.mjs "$@"
