@@ -2,32 +2,46 @@
 // to one engine and one workload, and a peer that fails or hangs can be killed:
 //   node bench/child.mjs <engine> <threads> <workload id>
 // Workloads W*/GEMM read their inputs from build/bench/data and leave their
-// output there; L<n> (longest-sequence search) makes its inputs and runs once.
-// Prints one JSON line: { medianMs, reps, info?, heapBytes, maxRssBytes } or { error }.
+// output there; L<n> (longest-sequence search) makes its inputs and runs once;
+// D* (decoding) read what bench/export_decode.py wrote and time one step.
+// Prints one JSON line: { medianMs, reps, info?, heapBytes, maxRssBytes,
+// memory?, soak?, notCompared? } or { error }.
 import fs from 'node:fs';
 import { wasmHeapBytes } from './lib/wasm_memory.mjs';
 import { measure } from './lib/timing.mjs';
-import { dataPath, findWorkload, makeInputs, readInputs } from './lib/workloads.mjs';
+import { isDecode, readDecodeInputs } from './lib/decode.mjs';
+import { config, dataPath, findWorkload, makeInputs, readInputs } from './lib/workloads.mjs';
 import { loadMhaWasm } from './engines/mha_wasm.mjs';
 import { loadOrtNode, loadOrtWeb } from './engines/onnxruntime.mjs';
 import { loadTfjsWasm } from './engines/tfjs_wasm.mjs';
 
+// name -> [load, which prepare of the engine runs a decoding step].
 const ENGINES = {
-  'mha-wasm': loadMhaWasm,
-  'onnxruntime-web': loadOrtWeb,
-  'tfjs-wasm': loadTfjsWasm,
-  'onnxruntime-node': loadOrtNode,
+  'mha-wasm': [loadMhaWasm, 'prepareDecode'],
+  'mha-wasm no cache': [loadMhaWasm, 'prepareNoCache'],
+  'onnxruntime-web': [loadOrtWeb, 'prepare'],
+  'tfjs-wasm': [loadTfjsWasm, null],
+  'onnxruntime-node': [loadOrtNode, 'prepare'],
 };
 
+function writeOutput(engineName, threads, w, output) {
+  fs.writeFileSync(dataPath(w.id, `${engineName}-${threads}.out.f32`),
+    new Uint8Array(output.buffer, output.byteOffset, output.byteLength));
+}
+
 async function main([engineName, threadsArg, workloadId]) {
-  const load = ENGINES[engineName];
-  if (!load) throw new Error(`unknown engine "${engineName}"`);
+  if (!ENGINES[engineName]) throw new Error(`unknown engine "${engineName}"`);
+  const [load, decodePrepare] = ENGINES[engineName];
   const threads = Number(threadsArg);
   const w = findWorkload(workloadId);
+  const decode = isDecode(w);
+  if (decode && !decodePrepare) throw new Error(`${engineName} has no decoding workloads`);
+  if (!decode && decodePrepare === 'prepareNoCache') throw new Error(`${engineName} runs D rows only`);
   const engine = await load({ threads });
   const longest = workloadId.startsWith('L');
-  const inputs = longest ? makeInputs(w) : readInputs(w);
-  const { run } = await engine.prepare(w, inputs);
+  const inputs = decode ? readDecodeInputs(w) : longest ? makeInputs(w) : readInputs(w);
+  const prepared = await engine[decode ? decodePrepare : 'prepare'](w, inputs);
+  const { run } = prepared;
   let result;
   if (longest) {
     const start = performance.now();
@@ -35,9 +49,12 @@ async function main([engineName, threadsArg, workloadId]) {
     result = { medianMs: performance.now() - start, reps: 1 };
   } else {
     const output = await run();
-    fs.writeFileSync(dataPath(w.id, `${engineName}-${threads}.out.f32`), new Uint8Array(output.buffer, output.byteOffset, output.byteLength));
-    result = await measure(run);
+    if (prepared.notCompared) result = { notCompared: prepared.notCompared };
+    else writeOutput(engineName, threads, w, output);
+    result = { ...result, ...await measure(run, decode ? config.decodeTiming : config.timing) };
   }
+  if (prepared.memory) result.memory = prepared.memory;
+  if (prepared.soak && w.soakSteps) result.soak = await prepared.soak(w.soakSteps);
   return {
     ...result,
     ...(engine.info ? { info: engine.info } : {}),

@@ -14,12 +14,16 @@ import {
   BENCH_DIR, BUILD_DIR, DATA_DIR, ROOT_DIR, config, dataPath, findWorkload, flops, modelPath, readFloats,
   writeInputs,
 } from './lib/workloads.mjs';
+import { isDecode, noCacheNotCompared, referencePath, tolerance } from './lib/decode.mjs';
 import { renderReport } from './lib/report.mjs';
 
 const NATIVE_BUILD = path.join(BUILD_DIR, 'native');
 const MHA_BENCH = path.join(NATIVE_BUILD, 'bench/native/mha_bench');
+const DECODE_BENCH = path.join(NATIVE_BUILD, 'bench/native/decode_bench');
 const FMA_PEAK = path.join(NATIVE_BUILD, 'bench/native/fma_peak');
+const READ_BANDWIDTH = path.join(NATIVE_BUILD, 'bench/native/read_bandwidth');
 const SIMD_PEAK_WASM = path.join(BUILD_DIR, 'simd_peak.wasm');
+const READ_BANDWIDTH_WASM = path.join(BUILD_DIR, 'read_bandwidth.wasm');
 const PYTHON = '/usr/bin/python3';
 const THREADS = [1, 2];
 const BENCH_NICE = -19;
@@ -49,6 +53,12 @@ function runChild(command, args, { env = {}, timeoutSeconds = config.timing.chil
   return { error: reason ?? `exited with ${child.status ?? child.signal}` };
 }
 
+// The timing rule's key=value arguments of the native runners.
+const timingArgs = (timing) => [
+  `warmup_reps=${timing.warmupReps}`, `warmup_ms=${timing.warmupMs}`, `budget_ms=${timing.budgetMs}`,
+  `min_reps=${timing.minReps}`, `max_reps=${timing.maxReps}`,
+];
+
 // key=value arguments of mha_bench and torch_bench.py.
 function nativeArgs(w, threads, runner) {
   return [
@@ -56,41 +66,67 @@ function nativeArgs(w, threads, runner) {
     `out=${dataPath(w.id, `${runner}-${threads}.out.f32`)}`,
     `B=${w.B}`, `L=${w.L}`, `S=${w.S}`, `E=${w.E}`, `H=${w.H}`, `cross=${+w.cross}`,
     `causal=${+w.causal}`, `need_weights=${+w.needWeights}`, `kpm=${+Boolean(w.kpmLengths)}`,
-    `threads=${threads}`, `warmup_reps=${config.timing.warmupReps}`,
-    `warmup_ms=${config.timing.warmupMs}`, `budget_ms=${config.timing.budgetMs}`,
-    `min_reps=${config.timing.minReps}`, `max_reps=${config.timing.maxReps}`,
+    `threads=${threads}`, ...timingArgs(config.timing),
+  ];
+}
+
+// key=value arguments of decode_bench (a D row, with or without a cache).
+function decodeArgs(w, threads, runner, cache) {
+  return [
+    `params=${modelPath(w, 'safetensors')}`, `data=${path.join(DATA_DIR, w.id)}`,
+    `out=${dataPath(w.id, `${runner}-${threads}.out.f32`)}`,
+    `E=${w.E}`, `H=${w.H}`, `kv_heads=${w.kvHeads}`, `past=${w.past}`, `L=${w.L}`,
+    `cross=${+w.cross}`, `causal=${+w.causal}`, `bias=${+w.bias}`,
+    `rotary_dim=${w.rotary?.dim ?? 0}`, `rotary_base=${w.rotary?.base ?? 0}`, `dtype=${w.dtype}`,
+    `cache=${+cache}`, `threads=${threads}`, ...timingArgs(config.decodeTiming),
   ];
 }
 
 const jsChild = (name) => (w, threads) =>
   runChild(process.execPath, [path.join(BENCH_DIR, 'child.mjs'), name, String(threads), w.id]);
 
+const nativeDecode = (cache) => (w, threads) => (fs.existsSync(DECODE_BENCH)
+  ? runChild(DECODE_BENCH, decodeArgs(w, threads, cache ? 'mha' : 'mha no cache', cache))
+  : { error: 'not built (see the cmake step above)' });
+
 // family: which engine the ratio divides by (the `ours` of the same family).
+// rows: which workloads an engine runs: W (forwards), D (decoding steps).
+// A D row's dtype variant (float16 cache) is ours only.
 const ENGINES = [
-  { name: 'mha-wasm', family: 'wasm', ours: true, threads: THREADS, run: jsChild('mha-wasm') },
-  { name: 'onnxruntime-web', family: 'wasm', threads: THREADS, run: jsChild('onnxruntime-web') },
+  { name: 'mha-wasm', family: 'wasm', ours: true, rows: 'WD', threads: THREADS, run: jsChild('mha-wasm') },
+  { name: 'mha-wasm no cache', family: 'wasm', rows: 'D', baseline: true, threads: THREADS,
+    run: jsChild('mha-wasm no cache') },
+  { name: 'onnxruntime-web', family: 'wasm', rows: 'WD', threads: THREADS, run: jsChild('onnxruntime-web') },
   // tfjs-backend-wasm turns its threads off in Node.
-  { name: 'tfjs-wasm', family: 'wasm', threads: [1], run: jsChild('tfjs-wasm') },
+  { name: 'tfjs-wasm', family: 'wasm', rows: 'W', threads: [1], run: jsChild('tfjs-wasm') },
   {
-    name: 'mha', family: 'native', ours: true, threads: THREADS,
-    run: (w, threads) => (fs.existsSync(MHA_BENCH)
+    name: 'mha', family: 'native', ours: true, rows: 'WD', threads: THREADS,
+    run: (w, threads) => (isDecode(w) ? nativeDecode(true)(w, threads) : fs.existsSync(MHA_BENCH)
       ? runChild(MHA_BENCH, nativeArgs(w, threads, 'mha'))
       : { error: 'not built (see the cmake step above)' }),
   },
-  { name: 'onnxruntime-node', family: 'native', threads: THREADS, run: jsChild('onnxruntime-node') },
+  { name: 'mha no cache', family: 'native', rows: 'D', baseline: true, threads: THREADS,
+    run: nativeDecode(false) },
+  { name: 'onnxruntime-node', family: 'native', rows: 'WD', threads: THREADS, run: jsChild('onnxruntime-node') },
   {
-    name: 'pytorch', family: 'native', threads: THREADS,
+    name: 'pytorch', family: 'native', rows: 'W', threads: THREADS,
     run: (w, threads) => runChild(PYTHON, [path.join(BENCH_DIR, 'torch_bench.py'),
-      ...nativeArgs(w, threads, 'pytorch')], {
-      env: {
-        // Debian's OpenBLAS picks SSE3 kernels on AVX-512 CPUs it does not know.
-        ...(HAS_AVX512 ? { OPENBLAS_CORETYPE: 'SkylakeX' } : {}),
-        ...(fs.existsSync(OPENBLAS_OPENMP) ? { LD_LIBRARY_PATH: OPENBLAS_OPENMP } : {}),
-        OMP_NUM_THREADS: String(threads),
-      },
-    }),
+      ...nativeArgs(w, threads, 'pytorch')], { env: torchEnv(threads) }),
   },
 ];
+
+function torchEnv(threads) {
+  return {
+    // Debian's OpenBLAS picks SSE3 kernels on AVX-512 CPUs it does not know.
+    ...(HAS_AVX512 ? { OPENBLAS_CORETYPE: 'SkylakeX' } : {}),
+    ...(fs.existsSync(OPENBLAS_OPENMP) ? { LD_LIBRARY_PATH: OPENBLAS_OPENMP } : {}),
+    OMP_NUM_THREADS: String(threads),
+  };
+}
+
+// Whether `engine` runs workload `w`.
+const runs = (engine, w) => engine.rows.includes(isDecode(w) ? 'D' : 'W')
+  && (!w.model || !isDecode(w) || engine.ours);
 
 // Ahead of builds that may share the machine; needs root. The kernel shares
 // the CPU between sessions (autogroups) before it looks at nice values, so
@@ -107,90 +143,111 @@ function raisePriority() {
   }
 }
 
-function ensureModels() {
+function ensureModels(workloads) {
   const ids = [...config.workloads, config.gemm].map((w) => w.id);
   const missing = ids.filter((id) => !fs.existsSync(modelPath({ id }, 'onnx'))
     || !fs.existsSync(modelPath({ id }, 'safetensors')));
-  if (missing.length === 0) return;
-  log(`exporting ${missing.join(' ')} from PyTorch (bench/export_onnx.py)`);
-  const result = spawnSync(PYTHON, [path.join(BENCH_DIR, 'export_onnx.py'), ...missing], {
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  if (result.status !== 0) throw new Error('bench/export_onnx.py failed');
+  const exportWith = (script, list) => {
+    log(`exporting ${list.join(' ')} (bench/${script})`);
+    const result = spawnSync(PYTHON, [path.join(BENCH_DIR, script), ...list], {
+      stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, ...torchEnv(os.availableParallelism()) },
+    });
+    if (result.status !== 0) throw new Error(`bench/${script} failed`);
+  };
+  if (missing.length) exportWith('export_onnx.py', missing);
+  // Decoding rows: models, inputs and references together, every run.
+  const decode = workloads.filter(isDecode).map((w) => w.id);
+  if (decode.length) exportWith('export_decode.py', decode);
 }
 
 function buildNative() {
   log('building the native benchmarks (cmake, build/bench/native)');
-  const steps = [
-    ['cmake', ['-S', ROOT_DIR, '-B', NATIVE_BUILD, '-DCMAKE_BUILD_TYPE=Release',
-      '-DMHA_BUILD_TESTS=OFF', '-DMHA_BUILD_BENCH=ON']],
-    ['cmake', ['--build', NATIVE_BUILD, '-j', String(os.availableParallelism()),
-      '--target', 'mha_bench', 'fma_peak']],
-  ];
-  for (const [command, args] of steps) {
-    const result = spawnSync(command, args, { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+  const step = (args, what) => {
+    const result = spawnSync('cmake', args, { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
     if (result.status !== 0) {
-      log(`native build failed: ${result.stderr.trim().split('\n').slice(-3).join(' | ')}`);
-      return;
+      log(`native build of ${what} failed: ${result.stderr.trim().split('\n').slice(-3).join(' | ')}`);
     }
+    return result.status === 0;
+  };
+  if (!step(['-S', ROOT_DIR, '-B', NATIVE_BUILD, '-DCMAKE_BUILD_TYPE=Release', '-DMHA_BUILD_TESTS=OFF',
+    '-DMHA_BUILD_BENCH=ON'], 'the configuration')) return;
+  // One target at a time: one that does not build leaves the others usable.
+  for (const target of ['mha_bench', 'decode_bench', 'fma_peak', 'read_bandwidth']) {
+    step(['--build', NATIVE_BUILD, '-j', String(os.availableParallelism()), '--target', target], target);
   }
 }
 
-function buildSimdPeak() {
-  const result = spawnSync('emcc', ['-O3', '-msimd128', '--no-entry', '-sSTANDALONE_WASM',
-    '-sEXPORTED_FUNCTIONS=_simd_peak', '-o', SIMD_PEAK_WASM,
-    path.join(BENCH_DIR, 'peak/simd_peak.c')], {
-    env: { ...process.env, NODE_PATH: '/usr/share/nodejs' },  // emcc needs acorn from there
+// A standalone WebAssembly probe from bench/peak (emcc needs acorn from NODE_PATH).
+function buildWasmProbe(source, output, exports, flags = []) {
+  const result = spawnSync('emcc', ['-O3', '-msimd128', '--no-entry', '-sSTANDALONE_WASM', ...flags,
+    `-sEXPORTED_FUNCTIONS=${exports.map((name) => `_${name}`).join(',')}`, '-o', output,
+    path.join(BENCH_DIR, 'peak', source)], {
+    env: { ...process.env, NODE_PATH: '/usr/share/nodejs' },
     encoding: 'utf8',
   });
-  if (result.status !== 0) log(`emcc simd_peak.c failed: ${(result.stderr ?? result.error).toString().trim()}`);
+  if (result.status !== 0) log(`emcc ${source} failed: ${(result.stderr ?? result.error).toString().trim()}`);
 }
 
-// Max |a - b| over the output, and whether it is within the DESIGN.md
-// tolerance (abs 1e-4 or rel 1e-3 of the reference, elementwise).
-function compareOutputs(reference, output) {
+// Max |a - b| over the output, and whether it is within the tolerance
+// (elementwise abs or rel of the reference; DESIGN.md's: 1e-4, 1e-3).
+function compareOutputs(reference, output, { abs, rel } = { abs: 1e-4, rel: 1e-3 }) {
   if (reference.length !== output.length) return { maxAbs: Infinity, ok: false };
   let maxAbs = 0;
   let ok = true;
   for (let i = 0; i < reference.length; i++) {
     const diff = Math.abs(reference[i] - output[i]);
-    if (!(diff <= 1e-4 || diff <= 1e-3 * Math.abs(reference[i]))) ok = false;
+    if (!(diff <= abs || diff <= rel * Math.abs(reference[i]))) ok = false;
     if (!(diff <= maxAbs)) maxAbs = diff;
   }
   return { maxAbs, ok };
 }
 
+// W rows: against PyTorch's output (1 thread); D rows: against the float64
+// reference of bench/export_decode.py.
 function checkOutputs(w, results) {
   const file = (engine, threads) => dataPath(w.id, `${engine}-${threads}.out.f32`);
-  const reference = fs.existsSync(file('pytorch', 1)) && !results.pytorch?.[1]?.[w.id]?.error
-    ? readFloats(file('pytorch', 1)) : null;
+  let reference = null;
+  if (isDecode(w)) reference = readFloats(referencePath(w));
+  else if (fs.existsSync(file('pytorch', 1)) && !results.pytorch?.[1]?.[w.id]?.error) {
+    reference = readFloats(file('pytorch', 1));
+  }
   if (!reference) return;
   for (const engine of ENGINES) {
     for (const threads of engine.threads) {
       const result = results[engine.name]?.[threads]?.[w.id];
       if (!result || result.error || !fs.existsSync(file(engine.name, threads))) continue;
-      result.check = compareOutputs(reference, readFloats(file(engine.name, threads)));
+      if (engine.baseline && noCacheNotCompared(w)) {
+        result.notCompared = noCacheNotCompared(w);
+        continue;
+      }
+      result.check = compareOutputs(reference, readFloats(file(engine.name, threads)),
+        isDecode(w) ? tolerance(w) : undefined);
     }
   }
 }
 
 function measureWorkloads(workloads, results, engines = ENGINES) {
   for (const w of workloads) {
-    writeInputs(w);
+    if (!isDecode(w)) writeInputs(w);  // export_decode.py wrote the D rows'
+    // Outputs of an earlier run must not pass for this one's.
+    for (const engine of engines) {
+      for (const threads of engine.threads) fs.rmSync(dataPath(w.id, `${engine.name}-${threads}.out.f32`), { force: true });
+    }
+    const { secondProcessBelowMs } = isDecode(w) ? config.decodeTiming : config.timing;
     for (const threads of THREADS) {
       // Short runs vary from process to process (thread placement, page
       // layout): every engine gets a second process after the others' first,
       // and keeps its faster median.
       for (const pass of [1, 2]) {
         for (const engine of engines) {
-          if (!engine.threads.includes(threads)) continue;
+          if (!engine.threads.includes(threads) || !runs(engine, w)) continue;
           const slot = ((results[engine.name] ??= {})[threads] ??= {});
           const previous = slot[w.id];
-          if (pass === 2 && !(previous?.medianMs < config.timing.secondProcessBelowMs)) continue;
+          if (pass === 2 && !(previous?.medianMs < secondProcessBelowMs)) continue;
           const result = engine.run(w, threads);
-          result.gflops = result.error ? undefined : flops(w) / (result.medianMs * 1e6);
+          if (!isDecode(w)) result.gflops = result.error ? undefined : flops(w) / (result.medianMs * 1e6);
           if (!previous || previous.error || result.medianMs < previous.medianMs) slot[w.id] = result;
-          log(`${w.id} ${engine.name} ${threads}t: ${result.error ?? `${result.medianMs.toFixed(2)} ms`}`);
+          log(`${w.id} ${engine.name} ${threads}t: ${result.error ?? `${result.medianMs.toFixed(3)} ms`}`);
         }
       }
     }
@@ -202,7 +259,7 @@ function measureWorkloads(workloads, results, engines = ENGINES) {
 function longestSequence() {
   const { from, to, timeLimitSeconds } = config.longest;
   const longest = {};
-  for (const engine of ENGINES.filter((e) => e.family === 'wasm')) {
+  for (const engine of ENGINES.filter((e) => e.family === 'wasm' && e.rows.includes('W'))) {
     const threads = Math.max(...engine.threads);
     const entry = { threads, completed: null, attempts: [] };
     for (let n = from; n <= to; n *= 2) {
@@ -219,22 +276,44 @@ function longestSequence() {
   return longest;
 }
 
+// The best of three tries: anything else running only lowers a peak.
+const bestOfThree = (command, args, key) => [0, 1, 2].map(() => runChild(command, args))
+  .reduce((a, b) => ((b[key] ?? 0) > (a[key] ?? 0) ? b : a));
+
 function limits(results) {
-  buildSimdPeak();
-  // A peak is the best of three tries: anything else running only lowers it.
-  const best = (command, args) => [0, 1, 2].map(() => runChild(command, args))
-    .reduce((a, b) => ((b.gflops ?? 0) > (a.gflops ?? 0) ? b : a));
+  buildWasmProbe('simd_peak.c', SIMD_PEAK_WASM, ['simd_peak']);
   const peaks = { wasm: {}, native: {} };
   for (const threads of THREADS) {
     if (fs.existsSync(SIMD_PEAK_WASM)) {
-      peaks.wasm[threads] = best(process.execPath,
-        [path.join(BENCH_DIR, 'peak/simd_peak.mjs'), SIMD_PEAK_WASM, String(threads)]);
+      peaks.wasm[threads] = bestOfThree(process.execPath,
+        [path.join(BENCH_DIR, 'peak/simd_peak.mjs'), SIMD_PEAK_WASM, String(threads)], 'gflops');
     }
-    if (fs.existsSync(FMA_PEAK)) peaks.native[threads] = best(FMA_PEAK, [`threads=${threads}`]);
+    if (fs.existsSync(FMA_PEAK)) peaks.native[threads] = bestOfThree(FMA_PEAK, [`threads=${threads}`], 'gflops');
   }
   // The projection GEMM, probed through a forward whose attention is trivial.
   measureWorkloads([config.gemm], results, ENGINES.filter((e) => e.ours));
   return peaks;
+}
+
+// Read bandwidth (GB/s) of WebAssembly in Node and of native code, 1 and 2 threads.
+function bandwidth() {
+  const { mibPerThread, passes } = config.bandwidth;
+  buildWasmProbe('read_bandwidth.c', READ_BANDWIDTH_WASM, ['read_setup', 'read_pass'],
+    ['-sALLOW_MEMORY_GROWTH=1', '-sMAXIMUM_MEMORY=2GB']);
+  const probes = { wasm: {}, native: {} };
+  for (const threads of THREADS) {
+    if (fs.existsSync(READ_BANDWIDTH_WASM)) {
+      probes.wasm[threads] = bestOfThree(process.execPath, [path.join(BENCH_DIR, 'peak/read_bandwidth.mjs'),
+        READ_BANDWIDTH_WASM, String(threads), String(mibPerThread), String(passes)], 'gbps');
+    }
+    if (fs.existsSync(READ_BANDWIDTH)) {
+      probes.native[threads] = bestOfThree(READ_BANDWIDTH,
+        [`threads=${threads}`, `mib=${mibPerThread}`, `passes=${passes}`], 'gbps');
+    }
+    log(`read bandwidth ${threads}t: WASM ${probes.wasm[threads]?.gbps?.toFixed(1)} GB/s, ` +
+        `native ${probes.native[threads]?.gbps?.toFixed(1)} GB/s`);
+  }
+  return probes;
 }
 
 function machine() {
@@ -263,18 +342,20 @@ async function main() {
     return;
   }
   const ids = argv.filter((a) => !a.startsWith('--'));
-  const workloads = ids.length ? ids.map(findWorkload) : config.workloads;
+  const workloads = ids.length ? ids.map(findWorkload) : [...config.workloads, ...config.decode];
+  const forwards = workloads.some((w) => !isDecode(w));
   const started = performance.now();
   const loadBefore = os.loadavg()[0];
   const priority = raisePriority();
-  ensureModels();
+  ensureModels(workloads);
   buildNative();
   const results = {};
   measureWorkloads(workloads, results);
-  const longest = argv.includes('--no-longest') ? null : longestSequence();
-  const peaks = limits(results);
+  const longest = argv.includes('--no-longest') || !forwards ? null : longestSequence();
+  const peaks = forwards ? limits(results) : null;
+  const bandwidths = workloads.some(isDecode) ? bandwidth() : null;
   const run = {
-    machine: { ...machine(), priority }, workloads, results, longest, peaks,
+    machine: { ...machine(), priority }, workloads, results, longest, peaks, bandwidths,
     load: [loadBefore, os.loadavg()[0]], minutes: (performance.now() - started) / 60000,
   };
   // The raw numbers, to re-render or compare runs.

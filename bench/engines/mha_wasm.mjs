@@ -1,6 +1,10 @@
-// mha-wasm, the package under web/, through its public API (DESIGN.md).
+// mha-wasm, the package under web/, through its public API (DESIGN.md):
+// prepare (W rows: one forward), prepareDecode (D rows: one step against a KV
+// cache) and prepareNoCache (D rows without a cache: the baseline, one forward
+// whose keys are every source row of the step, projected again each time).
 import fs from 'node:fs';
 import path from 'node:path';
+import { cacheBytes, noCacheNotCompared } from '../lib/decode.mjs';
 import { ROOT_DIR, modelPath } from '../lib/workloads.mjs';
 
 const ENTRY = path.join(ROOT_DIR, 'web/src/index.js');
@@ -12,11 +16,15 @@ export async function loadMhaWasm({ threads }) {
   if (lib.info.threads !== threads) {
     throw new Error(`asked for ${threads} threads, got ${JSON.stringify(lib.info)}`);
   }
+  const createModule = (w, config) => {
+    const mha = lib.createMultiheadAttention({ embedDim: w.E, numHeads: w.H, batchFirst: true, ...config });
+    mha.loadSafetensors(new Uint8Array(fs.readFileSync(modelPath(w, 'safetensors'))));
+    return mha;
+  };
   return {
     info: lib.info,
     async prepare(w, inputs) {
-      const mha = lib.createMultiheadAttention({ embedDim: w.E, numHeads: w.H, batchFirst: true });
-      mha.loadSafetensors(new Uint8Array(fs.readFileSync(modelPath(w, 'safetensors'))));
+      const mha = createModule(w, {});
       const query = { data: inputs.query, shape: [w.B, w.L, w.E] };
       const key = w.cross ? { data: inputs.key, shape: [w.B, w.S, w.E] } : query;
       const value = w.cross ? { data: inputs.value, shape: [w.B, w.S, w.E] } : query;
@@ -34,6 +42,74 @@ export async function loadMhaWasm({ threads }) {
           return output.data;
         },
       };
+    },
+    prepareDecode: (w, inputs) => prepareDecode(lib, createModule(w, decodeConfig(w)), w, inputs),
+    prepareNoCache: (w, inputs) => prepareNoCache(createModule(w, decodeConfig(w)), w, inputs),
+  };
+}
+
+function decodeConfig(w) {
+  return {
+    bias: w.bias,
+    ...(w.kvHeads !== w.H ? { numKVHeads: w.kvHeads } : {}),
+    ...(w.rotary ? { rotary: { dim: w.rotary.dim, base: w.rotary.base, interleaved: false } } : {}),
+  };
+}
+
+// The step's query rows and the rows the cache is filled from (batch 1).
+function stepTensors(w, inputs) {
+  const tensor = (data, rows) => ({ data, shape: [1, rows, w.E] });
+  if (w.cross) return { step: tensor(inputs.rows, w.L), source: tensor(inputs.encoder, w.past) };
+  return {
+    step: tensor(inputs.rows.subarray(w.past * w.E), w.L),
+    source: tensor(inputs.rows.subarray(0, w.past * w.E), w.past),
+    all: tensor(inputs.rows, w.past + w.L),
+  };
+}
+
+// The cache is filled once (prefill, or the encoder keys for cross-attention);
+// each run rolls it back to `past` keys and takes the step again.
+// Also reports what the cache took from the heap (malloc bytes in use before
+// and after createKVCache) against what its maxLength says.
+async function prepareDecode(lib, mha, w, inputs) {
+  const { step, source } = stepTensors(w, inputs);
+  const maxLength = w.past + (w.cross ? 0 : w.L);
+  const before = lib.heapInfo().inUseBytes;
+  const cache = mha.createKVCache({ batchSize: 1, maxLength, dtype: w.dtype });
+  const memory = { cacheBytes: lib.heapInfo().inUseBytes - before, expectedBytes: cacheBytes(w, maxLength) };
+  if (w.past > 0) await mha.forward(source, source, source, { cache, isCausal: w.causal, needWeights: false });
+  const options = { cache, isCausal: w.causal, needWeights: false };
+  const run = w.cross
+    ? async () => (await mha.forward(step, null, null, options)).output.data
+    : async () => {
+      cache.truncate(w.past);
+      return (await mha.forward(step, step, step, options)).output.data;
+    };
+  return {
+    run,
+    memory,
+    // Heap after a warm-up and after `steps` more steps (nothing may grow).
+    async soak(steps) {
+      for (let i = 0; i < 100; i++) await run();
+      const warm = lib.heapInfo();
+      for (let i = 0; i < steps; i++) await run();
+      return { steps, warm, end: lib.heapInfo() };
+    },
+  };
+}
+
+// Without a cache the step's queries attend to every source row, whose keys
+// and values are projected again. One query needs no mask (it is the last
+// position); a prefill (past 0) is the causal forward itself.
+async function prepareNoCache(mha, w, inputs) {
+  if (w.L > 1 && w.past > 0) throw new Error('no-cache baseline: several queries after a past need a mask');
+  const { step, source, all } = stepTensors(w, inputs);
+  const keys = w.cross ? source : all;
+  const options = { isCausal: w.causal && w.L > 1, needWeights: false };
+  return {
+    notCompared: noCacheNotCompared(w),
+    async run() {
+      return (await mha.forward(step, keys, keys, options)).output.data;
     },
   };
 }

@@ -1,10 +1,10 @@
-// Renders the results of bench/run.mjs as Markdown: the table, the memory,
-// longest-sequence and SIMD-limit results, and the issue's targets, met or not.
+// Renders the results of bench/run.mjs as Markdown: the forward table, the
+// memory, longest-sequence and SIMD-limit results and issue 5's targets, met
+// or not; then the decoding section (report_decode.mjs).
+import { isDecode } from './decode.mjs';
+import { renderDecode } from './report_decode.mjs';
+import { MiB, fixed, shortError } from './format.mjs';
 import { config } from './workloads.mjs';
-
-const MiB = 1 << 20;
-
-const fixed = (value, digits) => value.toFixed(value >= 100 ? 0 : value >= 10 ? 1 : digits);
 
 function describeWorkload(w) {
   const masks = [w.cross ? 'cross-attention' : 'self-attention'];
@@ -14,14 +14,27 @@ function describeWorkload(w) {
   return `${w.id}: B=${w.B} L=${w.L} S=${w.S} E=${w.E} H=${w.H}, ${masks.join(', ')}`;
 }
 
-// The reason of a failure, without onnxruntime's source paths and signatures.
-function shortError(error) {
-  const ort = /ERROR_MESSAGE: (?:.*\(\) )?(.*)$/.exec(error);
-  const reason = ort ? ort[1] : error;
-  return reason.length > 60 ? `${reason.slice(0, 57)}...` : reason;
+export function renderReport(run) {
+  const { machine, load, minutes } = run;
+  const lines = [];
+  const out = (line = '') => lines.push(line);
+  out('# mha-wasm benchmark');
+  out();
+  out(`${machine.date} · ${machine.cpu}, ${machine.cores} cores · Node ${machine.node} · ` +
+      `commit ${machine.commit} · ${machine.priority ?? 'default priority'} · 1-min load average ` +
+      `${load[0].toFixed(2)} before, ${load[1].toFixed(2)} after · ${minutes.toFixed(1)} min`);
+  out();
+  const forwards = run.workloads.filter((w) => !isDecode(w));
+  const steps = run.workloads.filter(isDecode);
+  if (forwards.length) {
+    renderForwards({ ...run, workloads: forwards, engines: run.engines.filter((e) => e.rows.includes('W')) }, out);
+  }
+  if (steps.length) renderDecode({ ...run, workloads: steps, engines: run.engines.filter((e) => e.rows.includes('D')) }, out);
+  return `${lines.join('\n')}\n`;
 }
 
-export function renderReport({ machine, engines, workloads, results, longest, peaks, load, minutes }) {
+// The forward workloads (W rows, issue 5).
+function renderForwards({ machine, engines, workloads, results, longest, peaks }, out) {
   const get = (engine, threads, id) => results[engine]?.[threads]?.[id];
   const oursOf = (family) => engines.find((e) => e.family === family && e.ours).name;
   const ratio = (engine, threads, id) => {
@@ -29,15 +42,6 @@ export function renderReport({ machine, engines, workloads, results, longest, pe
     const peer = get(engine.name, threads, id);
     return ours?.medianMs && peer?.medianMs ? peer.medianMs / ours.medianMs : undefined;
   };
-  const lines = [];
-  const out = (line = '') => lines.push(line);
-
-  out('# mha-wasm benchmark');
-  out();
-  out(`${machine.date} · ${machine.cpu}, ${machine.cores} cores · Node ${machine.node} · ` +
-      `commit ${machine.commit} · ${machine.priority ?? 'default priority'} · 1-min load average ` +
-      `${load[0].toFixed(2)} before, ${load[1].toFixed(2)} after · ${minutes.toFixed(1)} min`);
-  out();
   out('Each cell: median ms of one forward · GFLOP/s (dense FLOPs, masked work counted) · ' +
       '×ratio = peer ms / ours ms at the same thread count (ours: mha-wasm for the WebAssembly ' +
       'peers, mha for the native ones; above 1 we are faster). Medians under ' +
@@ -186,7 +190,6 @@ export function renderReport({ machine, engines, workloads, results, longest, pe
   const unmeasured = targets.filter((t) => t.value === undefined).map((t) => t.name);
   if (unmeasured.length) out(`- not measured in this run: ${unmeasured.join('; ')}`);
   out();
-  return `${lines.join('\n')}\n`;
 }
 
 function projectionFlops({ B, L, S, E }) {

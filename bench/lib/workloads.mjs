@@ -9,10 +9,10 @@ export const ROOT_DIR = path.dirname(BENCH_DIR);
 export const MODELS_DIR = path.join(BENCH_DIR, 'models');
 export const config = JSON.parse(fs.readFileSync(path.join(BENCH_DIR, 'workloads.json'), 'utf8'));
 
-// Every workload by id, plus the GEMM probe and the longest-sequence search
-// (the W6 model at L = S = n, id "L<n>").
+// Every workload by id (the decoding ones too), plus the GEMM probe and the
+// longest-sequence search (the W6 model at L = S = n, id "L<n>").
 export function findWorkload(id) {
-  const all = [...config.workloads, config.gemm];
+  const all = [...config.workloads, ...config.decode, config.gemm];
   const found = all.find((w) => w.id === id);
   if (found) return found;
   const match = /^L(\d+)$/.exec(id);

@@ -1,0 +1,61 @@
+// The decoding workloads (workloads.json "decode", ids D*): one step of a
+// decoder against a KV cache. bench/export_decode.py writes their parameters,
+// ONNX models, inputs and float64 reference outputs.
+//   past: keys the cache holds before the step (cross-attention: the encoder
+//         keys, appended once); L: the step's new tokens (queries).
+import { dataPath, readFloats } from './workloads.mjs';
+
+export const isDecode = (w) => w.past !== undefined;
+
+export const headDim = (w) => w.E / w.H;
+
+const cacheElementBytes = (w) => (w.dtype === 'float16' ? 2 : 4);
+
+// Bytes of the keys and values a cache of `length` positions holds.
+export function cacheBytes(w, length) {
+  return 2 * w.kvHeads * headDim(w) * length * cacheElementBytes(w);
+}
+
+// Float32 parameters: the query and output projections (E x E each), the key
+// and value projections (kvHeads * D x E each, not read by a cross-attention
+// step: the encoder keys are projected once), and the biases.
+export function weightBytes(w) {
+  const kv = w.kvHeads * headDim(w);
+  const matrices = 2 * w.E * w.E + (w.cross ? 0 : 2 * kv * w.E);
+  const biases = w.bias ? 2 * w.E + (w.cross ? 0 : 2 * kv) : 0;
+  return 4 * (matrices + biases);
+}
+
+// What one step must read from memory at least: every weight once and every
+// key and value the step attends to once.
+export function stepBytes(w) {
+  return weightBytes(w) + cacheBytes(w, w.past + (w.cross ? 0 : w.L));
+}
+
+// { rows, encoder, pastKey, pastValue, reference } as Float32Arrays.
+// Self-attention: rows are the past + L tokens (the cache is filled from the
+// first `past`, the step is the last L); cross-attention: rows are the step's
+// query and encoder the states the cache is filled from once.
+// pastKey/pastValue: the cache before the step, (1, heads, past, D), for
+// onnxruntime's past_key/past_value.
+export function readDecodeInputs(w) {
+  const file = (name) => dataPath(w.id, name);
+  return {
+    rows: readFloats(file('query.f32')),
+    encoder: w.cross ? readFloats(file('key.f32')) : null,
+    pastKey: readFloats(file('past_key.f32')),
+    pastValue: readFloats(file('past_value.f32')),
+  };
+}
+
+export const referencePath = (w) => dataPath(w.id, 'reference.out.f32');
+
+// Why a no-cache baseline's output is not compared with the reference, if it
+// is not: without a cache rotary positions start at 0, so a step after a past
+// rotates its query as position 0 (timed all the same).
+export const noCacheNotCompared = (w) =>
+  (w.rotary && w.past > 0 ? 'rotary positions start at 0 without a cache' : undefined);
+
+// Elementwise tolerance against the float64 reference: DESIGN.md's (1e-4 abs
+// or 1e-3 rel) for float32 caches; float16 keys and values carry 11 bits.
+export const tolerance = (w) => (w.dtype === 'float16' ? { abs: 1e-3, rel: 1e-2 } : { abs: 1e-4, rel: 1e-3 });

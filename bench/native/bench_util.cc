@@ -1,0 +1,94 @@
+#include "bench/native/bench_util.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+namespace mha_bench {
+
+void Fail(const std::string& message) {
+  std::printf("{\"error\":\"%s\"}\n", message.c_str());
+  std::exit(0);
+}
+
+Args ParseArgs(int argc, char** argv) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const size_t eq = arg.find('=');
+    if (eq == std::string::npos) Fail("argument '" + arg + "' is not key=value");
+    args[arg.substr(0, eq)] = arg.substr(eq + 1);
+  }
+  return args;
+}
+
+const std::string& Get(const Args& args, const std::string& key) {
+  const auto it = args.find(key);
+  if (it == args.end()) Fail("missing argument " + key + "=");
+  return it->second;
+}
+
+int64_t GetInt(const Args& args, const std::string& key) { return std::stoll(Get(args, key)); }
+
+std::vector<uint8_t> ReadFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) Fail("cannot read " + path);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(file), {});
+}
+
+std::vector<float> ReadFloats(const std::string& path, size_t count) {
+  const std::vector<uint8_t> bytes = ReadFile(path);
+  if (bytes.size() != count * sizeof(float)) Fail(path + " has the wrong size");
+  std::vector<float> floats(count);
+  std::copy(bytes.begin(), bytes.end(), reinterpret_cast<uint8_t*>(floats.data()));
+  return floats;
+}
+
+void WriteFloats(const std::string& path, const float* data, size_t count) {
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(count * sizeof(float)));
+}
+
+void Check(const mha::Status& status) {
+  if (!status.ok()) Fail(status.message());
+}
+
+double TimeMs(const std::function<void()>& body) {
+  const auto start = std::chrono::steady_clock::now();
+  body();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+Timing TimeWithRule(const Args& args, const std::function<double()>& run_once) {
+  double last = run_once();
+  double warmup = last;
+  for (int64_t i = 1; i < GetInt(args, "warmup_reps") && warmup + last < GetInt(args, "warmup_ms");
+       ++i) {
+    last = run_once();
+    warmup += last;
+  }
+  const int64_t reps = std::min(
+      GetInt(args, "max_reps"),
+      std::max(GetInt(args, "min_reps"),
+               static_cast<int64_t>(std::ceil(GetInt(args, "budget_ms") / last))));
+  std::vector<double> times;
+  for (int64_t i = 0; i < reps; ++i) times.push_back(run_once());
+  std::sort(times.begin(), times.end());
+  const size_t mid = times.size() / 2;
+  const double median = times.size() % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
+  return {median, reps};
+}
+
+int64_t MaxRssBytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+}  // namespace mha_bench

@@ -1,0 +1,100 @@
+// Times one decoding step of mha::MultiheadAttention (bench/lib/decode.mjs)
+// with the timing rule of bench/lib/timing.mjs and prints one JSON line:
+//   {"medianMs":..,"reps":..,"maxRssBytes":..,"target":".."}
+// With cache=1 the step runs against a KVCache filled once (the past tokens'
+// prefill, or the encoder keys for cross-attention) and rolled back to `past`
+// keys before each step; with cache=0 it is one forward without a cache whose
+// keys are every source row, projected again (the baseline).
+// Arguments are key=value (bench/run.mjs passes them):
+//   params=<.safetensors> data=<input prefix, e.g. build/bench/data/D1> out=<output .f32>
+//   E= H= kv_heads= past= L= cross=0|1 causal=0|1 bias=0|1 rotary_dim= (0: none)
+//   rotary_base= dtype=float32|float16 cache=0|1 threads=
+//   warmup_reps= warmup_ms= budget_ms= min_reps= max_reps=
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/native/bench_util.h"
+#include "src/kernels/kernels.h"
+#include "src/multihead_attention.h"
+
+using namespace mha_bench;  // NOLINT: the benchmark's own helpers
+
+namespace {
+
+mha::MultiheadAttentionConfig ModuleConfig(const Args& args) {
+  mha::MultiheadAttentionConfig config;
+  config.embed_dim = GetInt(args, "E");
+  config.num_heads = GetInt(args, "H");
+  config.num_kv_heads = GetInt(args, "kv_heads");
+  config.bias = GetInt(args, "bias") != 0;
+  config.batch_first = true;
+  if (GetInt(args, "rotary_dim") > 0) {
+    config.rotary.enabled = true;
+    config.rotary.dim = GetInt(args, "rotary_dim");
+    config.rotary.base = std::stod(Get(args, "rotary_base"));
+  }
+  return config;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args args = ParseArgs(argc, argv);
+  const int64_t E = GetInt(args, "E"), past = GetInt(args, "past"), L = GetInt(args, "L");
+  const bool cross = GetInt(args, "cross") != 0;
+  const bool causal = GetInt(args, "causal") != 0;
+  const std::string data = Get(args, "data");
+
+  std::unique_ptr<mha::MultiheadAttention> module;
+  Check(mha::MultiheadAttention::Create(ModuleConfig(args), &module));
+  const std::vector<uint8_t> params = ReadFile(Get(args, "params"));
+  Check(module->LoadSafetensors(params.data(), params.size()));
+
+  // Self-attention: rows are the past + L tokens; cross: the step's query
+  // rows, and the encoder states the cache is filled from.
+  const std::vector<float> rows = ReadFloats(data + ".query.f32", (cross ? L : past + L) * E);
+  const std::vector<float> encoder = cross ? ReadFloats(data + ".key.f32", past * E) : rows;
+  const mha::TensorView step{rows.data() + (cross ? 0 : past * E), {1, L, E}};
+  const mha::TensorView source{encoder.data(), {1, past, E}};
+  const mha::TensorView all{rows.data(), {1, past + L, E}};
+
+  mha::ThreadPool pool(GetInt(args, "threads"));
+  mha::ForwardResult result;
+  mha::ForwardOptions options;
+  options.need_weights = false;
+  std::unique_ptr<mha::KVCache> cache;
+  std::function<void()> forward;
+  if (GetInt(args, "cache")) {
+    const auto dtype = Get(args, "dtype") == "float16" ? mha::KVCacheDtype::kFloat16
+                                                       : mha::KVCacheDtype::kFloat32;
+    Check(module->CreateKVCache(1, past + (cross ? 0 : L), dtype, &cache));
+    options.cache = cache.get();
+    options.is_causal = causal;
+    if (past > 0) Check(module->Forward(source, source, source, options, &result, &pool));
+    forward = [&] {
+      if (cross) {
+        Check(module->Forward(step, mha::TensorView{}, mha::TensorView{}, options, &result, &pool));
+      } else {
+        Check(cache->Truncate(past));
+        Check(module->Forward(step, step, step, options, &result, &pool));
+      }
+    };
+  } else {
+    if (L > 1 && past > 0) Fail("no-cache baseline: several queries after a past need a mask");
+    options.is_causal = causal && L > 1;
+    const mha::TensorView& keys = cross ? source : all;
+    forward = [&] { Check(module->Forward(step, keys, keys, options, &result, &pool)); };
+  }
+  auto run_once = [&] { return TimeMs(forward); };
+
+  run_once();
+  WriteFloats(Get(args, "out"), result.output.data.data(), result.output.data.size());
+  const Timing timing = TimeWithRule(args, run_once);
+  std::printf("{\"medianMs\":%.5f,\"reps\":%lld,\"maxRssBytes\":%lld,\"target\":\"%s\"}\n",
+              timing.median_ms, static_cast<long long>(timing.reps),
+              static_cast<long long>(MaxRssBytes()), mha::kernels::TargetName());
+  return 0;
+}
