@@ -342,7 +342,11 @@ async function main() {
     return;
   }
   const ids = argv.filter((a) => !a.startsWith('--'));
-  const workloads = ids.length ? ids.map(findWorkload) : [...config.workloads, ...config.decode];
+  // A decoding row brings its variants (D2: D2h, its float16 cache).
+  const variants = (id) => config.decode.filter((w) => w.model === id).map((w) => w.id);
+  const workloads = ids.length
+    ? [...new Set(ids.flatMap((id) => [id, ...variants(id)]))].map(findWorkload)
+    : [...config.workloads, ...config.decode];
   const forwards = workloads.some((w) => !isDecode(w));
   const started = performance.now();
   const loadBefore = os.loadavg()[0];

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # What `npm run bench` needs beyond `npm test`'s setup (Debian 12). Idempotent.
+# - Debian's python3-onnx: bench/export_decode.py builds the decoding rows'
+#   ONNX models (com.microsoft MultiHeadAttention / GroupQueryAttention) with it.
 # - Debian's OpenBLAS (OpenMP flavour, sharing PyTorch's OpenMP threads):
 #   without it python3-torch falls back to the reference BLAS, ~25x slower.
 #   bench/run.mjs points PyTorch at it with LD_LIBRARY_PATH, so the system's
@@ -11,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
 
-PACKAGES=(python3-torch python3-numpy libopenblas0-openmp)
+PACKAGES=(python3-torch python3-numpy python3-onnx libopenblas0-openmp)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -16,15 +16,15 @@ export async function loadMhaWasm({ threads }) {
   if (lib.info.threads !== threads) {
     throw new Error(`asked for ${threads} threads, got ${JSON.stringify(lib.info)}`);
   }
-  const createModule = (w, config) => {
+  const createModule = async (w, config) => {
     const mha = lib.createMultiheadAttention({ embedDim: w.E, numHeads: w.H, batchFirst: true, ...config });
-    mha.loadSafetensors(new Uint8Array(fs.readFileSync(modelPath(w, 'safetensors'))));
+    await mha.loadSafetensors(new Uint8Array(fs.readFileSync(modelPath(w, 'safetensors'))));
     return mha;
   };
   return {
     info: lib.info,
     async prepare(w, inputs) {
-      const mha = createModule(w, {});
+      const mha = await createModule(w, {});
       const query = { data: inputs.query, shape: [w.B, w.L, w.E] };
       const key = w.cross ? { data: inputs.key, shape: [w.B, w.S, w.E] } : query;
       const value = w.cross ? { data: inputs.value, shape: [w.B, w.S, w.E] } : query;
@@ -43,8 +43,8 @@ export async function loadMhaWasm({ threads }) {
         },
       };
     },
-    prepareDecode: (w, inputs) => prepareDecode(lib, createModule(w, decodeConfig(w)), w, inputs),
-    prepareNoCache: (w, inputs) => prepareNoCache(createModule(w, decodeConfig(w)), w, inputs),
+    prepareDecode: async (w, inputs) => prepareDecode(lib, await createModule(w, decodeConfig(w)), w, inputs),
+    prepareNoCache: async (w, inputs) => prepareNoCache(await createModule(w, decodeConfig(w)), w, inputs),
   };
 }
 
@@ -74,9 +74,9 @@ function stepTensors(w, inputs) {
 async function prepareDecode(lib, mha, w, inputs) {
   const { step, source } = stepTensors(w, inputs);
   const maxLength = w.past + (w.cross ? 0 : w.L);
-  const before = lib.heapInfo().inUseBytes;
+  const before = (await lib.heapInfo()).inUseBytes;
   const cache = mha.createKVCache({ batchSize: 1, maxLength, dtype: w.dtype });
-  const memory = { cacheBytes: lib.heapInfo().inUseBytes - before, expectedBytes: cacheBytes(w, maxLength) };
+  const memory = { cacheBytes: (await lib.heapInfo()).inUseBytes - before, expectedBytes: cacheBytes(w, maxLength) };
   if (w.past > 0) await mha.forward(source, source, source, { cache, isCausal: w.causal, needWeights: false });
   const options = { cache, isCausal: w.causal, needWeights: false };
   const run = w.cross
@@ -91,9 +91,9 @@ async function prepareDecode(lib, mha, w, inputs) {
     // Heap after a warm-up and after `steps` more steps (nothing may grow).
     async soak(steps) {
       for (let i = 0; i < 100; i++) await run();
-      const warm = lib.heapInfo();
+      const warm = await lib.heapInfo();
       for (let i = 0; i < steps; i++) await run();
-      return { steps, warm, end: lib.heapInfo() };
+      return { steps, warm, end: await lib.heapInfo() };
     },
   };
 }

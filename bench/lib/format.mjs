@@ -1,4 +1,4 @@
-// Number and error formats the report's sections share.
+// What the report's sections share: number and error formats, the output checks' summary.
 export const MiB = 1 << 20;
 
 // Three significant digits or so: 123, 12.3, 1.23 (digits below 10).
@@ -9,4 +9,22 @@ export function shortError(error) {
   const ort = /ERROR_MESSAGE: (?:.*\(\) )?(.*)$/.exec(error);
   const reason = ort ? ort[1] : error;
   return reason.length > 60 ? `${reason.slice(0, 57)}...` : reason;
+}
+
+// The output checks of a run: how many compared, which differ, which were not compared (and why).
+export function outputChecks(engines, workloads, get) {
+  const summary = { checked: 0, mismatches: [], skipped: [] };
+  for (const engine of engines) {
+    for (const threads of engine.threads) {
+      for (const w of workloads) {
+        const r = get(engine.name, threads, w.id);
+        const where = `${engine.name} ${threads}t ${w.id}`;
+        if (r?.notCompared) summary.skipped.push(`${where} (${r.notCompared})`);
+        if (!r?.check) continue;
+        summary.checked++;
+        if (!r.check.ok) summary.mismatches.push(`${where} (max |diff| ${r.check.maxAbs.toExponential(1)})`);
+      }
+    }
+  }
+  return summary;
 }

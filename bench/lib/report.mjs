@@ -3,7 +3,7 @@
 // or not; then the decoding section (report_decode.mjs).
 import { isDecode } from './decode.mjs';
 import { renderDecode } from './report_decode.mjs';
-import { MiB, fixed, shortError } from './format.mjs';
+import { MiB, fixed, outputChecks, shortError } from './format.mjs';
 import { config } from './workloads.mjs';
 
 function describeWorkload(w) {
@@ -112,20 +112,7 @@ function renderForwards({ machine, engines, workloads, results, longest, peaks }
 
   out('## Outputs');
   out();
-  const mismatches = [];
-  let checked = 0;
-  for (const engine of engines) {
-    for (const threads of engine.threads) {
-      for (const w of workloads) {
-        const r = get(engine.name, threads, w.id);
-        if (!r?.check) continue;
-        checked++;
-        if (!r.check.ok) {
-          mismatches.push(`${engine.name} ${threads}t ${w.id} (max |diff| ${r.check.maxAbs.toExponential(1)})`);
-        }
-      }
-    }
-  }
+  const { checked, mismatches } = outputChecks(engines, workloads, get);
   out(checked === 0
     ? 'Not checked: PyTorch did not run.'
     : `${checked} outputs compared with PyTorch's (1 thread), tolerance 1e-4 abs or 1e-3 rel: ` +

@@ -1,7 +1,7 @@
 // The decoding section of the report (D rows, issue 12): the step table,
 // bandwidth use, the float16 cache, memory, outputs and the issue's targets.
 import { cacheBytes, headDim, stepBytes, weightBytes } from './decode.mjs';
-import { MiB, fixed, shortError } from './format.mjs';
+import { MiB, fixed, outputChecks, shortError } from './format.mjs';
 
 const MB = 1e6;
 const BANDWIDTH_ROWS = ['D1', 'D2', 'D2h'];
@@ -137,20 +137,7 @@ export function renderDecode({ engines, workloads, results, bandwidths }, out) {
 
   out('### Outputs');
   out();
-  const mismatches = [];
-  const skipped = [];
-  let checked = 0;
-  for (const engine of engines) {
-    for (const threads of engine.threads) {
-      for (const w of workloads) {
-        const r = get(engine.name, threads, w.id);
-        if (r?.notCompared) skipped.push(`${engine.name} ${threads}t ${w.id} (${r.notCompared})`);
-        if (!r?.check) continue;
-        checked++;
-        if (!r.check.ok) mismatches.push(`${engine.name} ${threads}t ${w.id} (max |diff| ${r.check.maxAbs.toExponential(1)})`);
-      }
-    }
-  }
+  const { checked, mismatches, skipped } = outputChecks(engines, workloads, get);
   out(`${checked} outputs compared with the float64 reference of bench/export_decode.py (explicit torch ` +
       'code: projections, rotary, grouped heads, causal softmax), tolerance 1e-4 abs or 1e-3 rel ' +
       '(float16 cache: 1e-3 abs or 1e-2 rel): ' +

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "src/kernels/kernels.h"
+
 namespace mha_bench {
 
 void Fail(const std::string& message) {
@@ -50,14 +52,11 @@ std::vector<float> ReadFloats(const std::string& path, size_t count) {
   return floats;
 }
 
-void WriteFloats(const std::string& path, const float* data, size_t count) {
-  std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(count * sizeof(float)));
-}
-
 void Check(const mha::Status& status) {
   if (!status.ok()) Fail(status.message());
 }
+
+namespace {
 
 double TimeMs(const std::function<void()>& body) {
   const auto start = std::chrono::steady_clock::now();
@@ -65,12 +64,28 @@ double TimeMs(const std::function<void()>& body) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-Timing TimeWithRule(const Args& args, const std::function<double()>& run_once) {
-  double last = run_once();
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
+}  // namespace
+
+// The timing rule: warm up with up to warmup_reps runs while they take under
+// warmup_ms in all, then repeat for about budget_ms within [min_reps, max_reps].
+void RunAndReport(const Args& args, const std::function<void()>& forward,
+                  const mha::ForwardResult& result) {
+  forward();
+  const std::vector<float>& output = result.output.data;
+  std::ofstream(Get(args, "out"), std::ios::binary)
+      .write(reinterpret_cast<const char*>(output.data()),
+             static_cast<std::streamsize>(output.size() * sizeof(float)));
+  double last = TimeMs(forward);
   double warmup = last;
   for (int64_t i = 1; i < GetInt(args, "warmup_reps") && warmup + last < GetInt(args, "warmup_ms");
        ++i) {
-    last = run_once();
+    last = TimeMs(forward);
     warmup += last;
   }
   const int64_t reps = std::min(
@@ -78,17 +93,12 @@ Timing TimeWithRule(const Args& args, const std::function<double()>& run_once) {
       std::max(GetInt(args, "min_reps"),
                static_cast<int64_t>(std::ceil(GetInt(args, "budget_ms") / last))));
   std::vector<double> times;
-  for (int64_t i = 0; i < reps; ++i) times.push_back(run_once());
-  std::sort(times.begin(), times.end());
-  const size_t mid = times.size() / 2;
-  const double median = times.size() % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
-  return {median, reps};
-}
-
-int64_t MaxRssBytes() {
+  for (int64_t i = 0; i < reps; ++i) times.push_back(TimeMs(forward));
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+  std::printf("{\"medianMs\":%.5f,\"reps\":%lld,\"maxRssBytes\":%lld,\"target\":\"%s\"}\n",
+              Median(times), static_cast<long long>(reps),
+              static_cast<long long>(usage.ru_maxrss) * 1024, mha::kernels::TargetName());
 }
 
 }  // namespace mha_bench

@@ -1,5 +1,6 @@
 // What the native benchmarks share: key=value arguments, raw input files,
-// errors as one JSON line, and the timing rule of bench/lib/timing.mjs.
+// errors as one JSON line, and the timing rule of bench/lib/timing.mjs with
+// the runners' report.
 #ifndef MHA_BENCH_NATIVE_BENCH_UTIL_H_
 #define MHA_BENCH_NATIVE_BENCH_UTIL_H_
 
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "src/multihead_attention.h"
 #include "src/status.h"
 
 namespace mha_bench {
@@ -25,28 +27,15 @@ int64_t GetInt(const Args& args, const std::string& key);
 std::vector<uint8_t> ReadFile(const std::string& path);
 // Exactly `count` floats, else Fail.
 std::vector<float> ReadFloats(const std::string& path, size_t count);
-void WriteFloats(const std::string& path, const float* data, size_t count);
 
 // Fails with the status's message unless it is OK.
 void Check(const mha::Status& status);
 
-struct Timing {
-  double median_ms;
-  int64_t reps;
-};
-
-// The timing rule (args warmup_reps, warmup_ms, budget_ms, min_reps,
-// max_reps): warm up with up to warmup_reps runs while they take under
-// warmup_ms in all, then repeat for about budget_ms within [min_reps,
-// max_reps]. `run_once` returns its own milliseconds. The caller has run it
-// once already (to write its output).
-Timing TimeWithRule(const Args& args, const std::function<double()>& run_once);
-
-// Milliseconds `body` takes.
-double TimeMs(const std::function<void()>& body);
-
-// Bytes of peak resident memory of this process.
-int64_t MaxRssBytes();
+// Runs `forward` once and writes result->output to the file of arg out=, then
+// times `forward` with the timing rule and prints the runner's JSON line:
+//   {"medianMs":..,"reps":..,"maxRssBytes":..,"target":".."}
+void RunAndReport(const Args& args, const std::function<void()>& forward,
+                  const mha::ForwardResult& result);
 
 }  // namespace mha_bench
 

@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "bench/native/bench_util.h"
-#include "src/kernels/kernels.h"
 #include "src/multihead_attention.h"
 
 using namespace mha_bench;  // NOLINT: the benchmark's own helpers
@@ -88,13 +87,6 @@ int main(int argc, char** argv) {
     const mha::TensorView& keys = cross ? source : all;
     forward = [&] { Check(module->Forward(step, keys, keys, options, &result, &pool)); };
   }
-  auto run_once = [&] { return TimeMs(forward); };
-
-  run_once();
-  WriteFloats(Get(args, "out"), result.output.data.data(), result.output.data.size());
-  const Timing timing = TimeWithRule(args, run_once);
-  std::printf("{\"medianMs\":%.5f,\"reps\":%lld,\"maxRssBytes\":%lld,\"target\":\"%s\"}\n",
-              timing.median_ms, static_cast<long long>(timing.reps),
-              static_cast<long long>(MaxRssBytes()), mha::kernels::TargetName());
+  RunAndReport(args, forward, result);
   return 0;
 }

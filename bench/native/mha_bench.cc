@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "bench/native/bench_util.h"
-#include "src/kernels/kernels.h"
 #include "src/multihead_attention.h"
 
 using namespace mha_bench;  // NOLINT: the benchmark's own helpers
@@ -49,13 +48,7 @@ int main(int argc, char** argv) {
 
   mha::ThreadPool pool(GetInt(args, "threads"));
   mha::ForwardResult result;
-  auto run_once = [&] { return TimeMs([&] { Check(module->Forward(q, k, v, options, &result, &pool)); }); };
-
-  run_once();
-  WriteFloats(Get(args, "out"), result.output.data.data(), result.output.data.size());
-  const Timing timing = TimeWithRule(args, run_once);
-  std::printf("{\"medianMs\":%.4f,\"reps\":%lld,\"maxRssBytes\":%lld,\"target\":\"%s\"}\n",
-              timing.median_ms, static_cast<long long>(timing.reps),
-              static_cast<long long>(MaxRssBytes()), mha::kernels::TargetName());
+  auto forward = [&] { Check(module->Forward(q, k, v, options, &result, &pool)); };
+  RunAndReport(args, forward, result);
   return 0;
 }
