@@ -41,17 +41,18 @@ async function main([engineName, threadsArg, workloadId]) {
   const longest = workloadId.startsWith('L');
   const inputs = decode ? readDecodeInputs(w) : longest ? makeInputs(w) : readInputs(w);
   const prepared = await engine[decode ? decodePrepare : 'prepare'](w, inputs);
-  const { run } = prepared;
+  const { run, beforeRun } = prepared;
   let result;
   if (longest) {
     const start = performance.now();
     await run();
     result = { medianMs: performance.now() - start, reps: 1 };
   } else {
+    beforeRun?.();
     const output = await run();
     if (prepared.notCompared) result = { notCompared: prepared.notCompared };
     else writeOutput(engineName, threads, w, output);
-    result = { ...result, ...await measure(run, decode ? config.decodeTiming : config.timing) };
+    result = { ...result, ...await measure(run, decode ? config.decodeTiming : config.timing, beforeRun) };
   }
   if (prepared.memory) result.memory = prepared.memory;
   if (prepared.soak && w.soakSteps) result.soak = await prepared.soak(w.soakSteps);

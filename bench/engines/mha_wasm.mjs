@@ -68,7 +68,7 @@ function stepTensors(w, inputs) {
 }
 
 // The cache is filled once (prefill, or the encoder keys for cross-attention);
-// each run rolls it back to `past` keys and takes the step again.
+// before each run it is rolled back to `past` keys (beforeRun, not timed).
 // Also reports what the cache took from the heap (malloc bytes in use before
 // and after createKVCache) against what its maxLength says.
 async function prepareDecode(lib, mha, w, inputs) {
@@ -79,20 +79,23 @@ async function prepareDecode(lib, mha, w, inputs) {
   const memory = { cacheBytes: (await lib.heapInfo()).inUseBytes - before, expectedBytes: cacheBytes(w, maxLength) };
   if (w.past > 0) await mha.forward(source, source, source, { cache, isCausal: w.causal, needWeights: false });
   const options = { cache, isCausal: w.causal, needWeights: false };
-  const run = w.cross
-    ? async () => (await mha.forward(step, null, null, options)).output.data
-    : async () => {
-      cache.truncate(w.past);
-      return (await mha.forward(step, step, step, options)).output.data;
-    };
+  const [key, value] = w.cross ? [null, null] : [step, step];
+  const run = async () => (await mha.forward(step, key, value, options)).output.data;
+  // A self-attention step appended its key: roll back (untimed) before the next.
+  const beforeRun = w.cross ? undefined : () => cache.truncate(w.past);
+  const stepOnce = async () => {
+    beforeRun?.();
+    await run();
+  };
   return {
     run,
+    beforeRun,
     memory,
     // Heap after a warm-up and after `steps` more steps (nothing may grow).
     async soak(steps) {
-      for (let i = 0; i < 100; i++) await run();
+      for (let i = 0; i < 100; i++) await stepOnce();
       const warm = await lib.heapInfo();
-      for (let i = 0; i < steps; i++) await run();
+      for (let i = 0; i < steps; i++) await stepOnce();
       return { steps, warm, end: await lib.heapInfo() };
     },
   };

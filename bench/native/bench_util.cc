@@ -58,7 +58,8 @@ void Check(const mha::Status& status) {
 
 namespace {
 
-double TimeMs(const std::function<void()>& body) {
+double TimeMs(const std::function<void()>& body, const std::function<void()>& before) {
+  if (before) before();
   const auto start = std::chrono::steady_clock::now();
   body();
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -75,17 +76,18 @@ double Median(std::vector<double> values) {
 // The timing rule: warm up with up to warmup_reps runs while they take under
 // warmup_ms in all, then repeat for about budget_ms within [min_reps, max_reps].
 void RunAndReport(const Args& args, const std::function<void()>& forward,
-                  const mha::ForwardResult& result) {
+                  const mha::ForwardResult& result, const std::function<void()>& before) {
+  if (before) before();
   forward();
   const std::vector<float>& output = result.output.data;
   std::ofstream(Get(args, "out"), std::ios::binary)
       .write(reinterpret_cast<const char*>(output.data()),
              static_cast<std::streamsize>(output.size() * sizeof(float)));
-  double last = TimeMs(forward);
+  double last = TimeMs(forward, before);
   double warmup = last;
   for (int64_t i = 1; i < GetInt(args, "warmup_reps") && warmup + last < GetInt(args, "warmup_ms");
        ++i) {
-    last = TimeMs(forward);
+    last = TimeMs(forward, before);
     warmup += last;
   }
   const int64_t reps = std::min(
@@ -93,7 +95,7 @@ void RunAndReport(const Args& args, const std::function<void()>& forward,
       std::max(GetInt(args, "min_reps"),
                static_cast<int64_t>(std::ceil(GetInt(args, "budget_ms") / last))));
   std::vector<double> times;
-  for (int64_t i = 0; i < reps; ++i) times.push_back(TimeMs(forward));
+  for (int64_t i = 0; i < reps; ++i) times.push_back(TimeMs(forward, before));
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   std::printf("{\"medianMs\":%.5f,\"reps\":%lld,\"maxRssBytes\":%lld,\"target\":\"%s\"}\n",

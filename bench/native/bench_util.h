@@ -34,8 +34,10 @@ void Check(const mha::Status& status);
 // Runs `forward` once and writes result->output to the file of arg out=, then
 // times `forward` with the timing rule and prints the runner's JSON line:
 //   {"medianMs":..,"reps":..,"maxRssBytes":..,"target":".."}
+// `before`, when given, runs ahead of every forward outside the timed span (a
+// decoding step's cache rollback).
 void RunAndReport(const Args& args, const std::function<void()>& forward,
-                  const mha::ForwardResult& result);
+                  const mha::ForwardResult& result, const std::function<void()>& before = nullptr);
 
 }  // namespace mha_bench
 

@@ -3,7 +3,7 @@
 //   {"medianMs":..,"reps":..,"maxRssBytes":..,"target":".."}
 // With cache=1 the step runs against a KVCache filled once (the past tokens'
 // prefill, or the encoder keys for cross-attention) and rolled back to `past`
-// keys before each step; with cache=0 it is one forward without a cache whose
+// keys (untimed) before each step; with cache=0 it is one forward without a cache whose
 // keys are every source row, projected again (the baseline).
 // Arguments are key=value (bench/run.mjs passes them):
 //   params=<.safetensors> data=<input prefix, e.g. build/bench/data/D1> out=<output .f32>
@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   mha::ForwardOptions options;
   options.need_weights = false;
   std::unique_ptr<mha::KVCache> cache;
-  std::function<void()> forward;
+  std::function<void()> forward, before;
   if (GetInt(args, "cache")) {
     const auto dtype = Get(args, "dtype") == "float16" ? mha::KVCacheDtype::kFloat16
                                                        : mha::KVCacheDtype::kFloat32;
@@ -73,20 +73,18 @@ int main(int argc, char** argv) {
     options.cache = cache.get();
     options.is_causal = causal;
     if (past > 0) Check(module->Forward(source, source, source, options, &result, &pool));
-    forward = [&] {
-      if (cross) {
-        Check(module->Forward(step, mha::TensorView{}, mha::TensorView{}, options, &result, &pool));
-      } else {
-        Check(cache->Truncate(past));
-        Check(module->Forward(step, step, step, options, &result, &pool));
-      }
+    // Cross-attention appends nothing; a self-attention step rolls back first (untimed).
+    const mha::TensorView new_rows = cross ? mha::TensorView{} : step;
+    forward = [&, new_rows] {
+      Check(module->Forward(step, new_rows, new_rows, options, &result, &pool));
     };
+    if (!cross) before = [&] { Check(cache->Truncate(past)); };
   } else {
     if (L > 1 && past > 0) Fail("no-cache baseline: several queries after a past need a mask");
     options.is_causal = causal && L > 1;
     const mha::TensorView& keys = cross ? source : all;
     forward = [&] { Check(module->Forward(step, keys, keys, options, &result, &pool)); };
   }
-  RunAndReport(args, forward, result);
+  RunAndReport(args, forward, result, before);
   return 0;
 }
