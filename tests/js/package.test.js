@@ -53,8 +53,9 @@ describe('npm pack tarball in an empty project', () => {
 
   test('ships only the API, the declarations and both builds', () => {
     const installed = join(project, 'node_modules', 'mha-wasm');
-    for (const file of ['web/src/index.js', 'web/index.d.ts', 'dist/mha-simd.wasm',
-      'dist/mha-simd-threaded.wasm', 'dist/mha-simd-threaded.worker.js']) {
+    for (const file of ['web/src/index.js', 'web/src/browser.js', 'web/index.d.ts', 'dist/mha-simd.wasm',
+      'dist/mha-simd-threaded.wasm', 'dist/mha-simd-threaded.worker.js', 'dist/mha-proxy-worker.mjs',
+      'dist/node/mha-simd.mjs', 'dist/node/mha-simd-threaded.mjs']) {
       assert.ok(existsSync(join(installed, file)), `${file} is in the package`);
     }
     assert.ok(!existsSync(join(installed, 'src')), 'no C++ sources in the package');
@@ -92,21 +93,45 @@ describe('npm pack tarball in an empty project', () => {
       mha.dispose();
     });
 
-  test('tsc --noEmit accepts the usage example and rejects misuse', () => {
-    writeFileSync(join(project, 'usage.ts'),
-      readFileSync(new URL('./types/usage.ts', import.meta.url)));
-    writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({
-      compilerOptions: {
-        strict: true, noEmit: true, target: 'es2022', module: 'nodenext',
-        moduleResolution: 'nodenext', lib: ['es2022', 'dom'],
-      },
-      files: ['usage.ts'],
-    }));
-    const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-    try {
-      run('node', [tsc, '-p', 'tsconfig.json'], project);
-    } catch (error) {
-      assert.fail(`tsc failed:\n${error.stdout}${error.stderr}`);
+  // moduleResolution bundler resolves the "browser"/"default" condition's types, node16 and
+  // nodenext the "node" one's.
+  for (const [module, moduleResolution] of [['esnext', 'bundler'], ['node16', 'node16'], ['nodenext', 'nodenext']]) {
+    test(`tsc --noEmit --strict (moduleResolution ${moduleResolution}) accepts the usage example and rejects misuse`, () => {
+      writeFileSync(join(project, 'usage.ts'),
+        readFileSync(new URL('./types/usage.ts', import.meta.url)));
+      writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({
+        compilerOptions: {
+          strict: true, noEmit: true, target: 'es2022', module, moduleResolution, lib: ['es2022', 'dom'],
+        },
+        files: ['usage.ts'],
+      }));
+      const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+      try {
+        run('node', [tsc, '-p', 'tsconfig.json'], project);
+      } catch (error) {
+        assert.fail(`tsc failed:\n${error.stdout}${error.stderr}`);
+      }
+    });
+  }
+
+  // require() of an ES module: Node >= 20.19 (and 22.12) loads it; older Node stops with
+  // ERR_REQUIRE_ESM, which says to use import().
+  test('require() works where Node can require ES modules, else fails with ERR_REQUIRE_ESM', () => {
+    writeFileSync(join(project, 'required.cjs'), "const { loadMHA } = require('mha-wasm');\n" +
+      'loadMHA().then((lib) => console.log(lib.info.build));\n');
+    const [major, minor] = process.versions.node.split('.').map(Number);
+    const canRequireEsm = major > 22 || (major === 22 && minor >= 12) || (major === 20 && minor >= 19);
+    if (canRequireEsm) {
+      assert.match(run('node', ['required.cjs'], project), /simd-threaded/);
+    } else {
+      assert.throws(() => run('node', ['required.cjs'], project), (error) => /ERR_REQUIRE_ESM/.test(error.stderr));
     }
+  });
+
+  test('a Node import loads the Node build: no fetch, files read from the package', () => {
+    writeFileSync(join(project, 'nofetch.mjs'), "globalThis.fetch = () => { throw new Error('fetched'); };\n" +
+      "const { loadMHA } = await import('mha-wasm');\n" +
+      'for (const build of ["simd-threaded", "simd"]) console.log((await loadMHA({ build })).info.build);\n');
+    assert.equal(run('node', ['nofetch.mjs'], project), 'simd-threaded\nsimd\n');
   });
 });

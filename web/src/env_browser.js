@@ -49,15 +49,24 @@ const sameOrigin = (url) => new URL(url).origin === globalThis.location?.origin;
 
 // A Worker may only start from a same-origin script: for one on a CDN, a
 // same-origin Blob whose code loads it.
-export function workerScriptUrl(url, { module }) {
+export function moduleWorkerUrl(url) {
   if (sameOrigin(url)) return url;
-  const code = module ? `import ${JSON.stringify(url)};` : `importScripts(${JSON.stringify(url)});`;
+  return URL.createObjectURL(new Blob([`import ${JSON.stringify(url)};`], { type: 'text/javascript' }));
+}
+
+// Emscripten's pthread worker script, in whatever form a bundler left it:
+// same- or cross-origin, a data: URL (Vite inlines small assets), or given
+// module syntax (Vite's dev server): a Blob script imports it and hands it
+// the messages that arrive meanwhile.
+function pthreadWorkerUrl(url) {
+  const code = 'const early = []; self.onmessage = (event) => early.push(event);\n' +
+    `import(${JSON.stringify(url)}).then(() => { for (const event of early) self.onmessage(event); });\n`;
   return URL.createObjectURL(new Blob([code], { type: 'text/javascript' }));
 }
 
 export function threadsOffReason() {
+  if (globalThis.crossOriginIsolated === false) return 'the page is not cross-origin isolated';
   if (typeof SharedArrayBuffer !== 'function') return 'this browser has no SharedArrayBuffer';
-  if (globalThis.crossOriginIsolated !== true) return 'the page is not cross-origin isolated';
   return null;
 }
 
@@ -84,7 +93,7 @@ export async function instantiate(files) {
   const [{ default: createModule }, wasmBinary] = await Promise.all([
     import(/* webpackIgnore: true */ /* @vite-ignore */ files.js), fetchBytes(files.wasm)]);
   // The pthread workers (threaded build) run the worker script, which loads files.js.
-  const pthreadWorker = files.worker && workerScriptUrl(files.worker, { module: false });
+  const pthreadWorker = files.worker && pthreadWorkerUrl(files.worker);
   return createModule({
     wasmBinary,
     mainScriptUrlOrBlob: files.js,

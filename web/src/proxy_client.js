@@ -6,7 +6,7 @@
 // one (objects made in the old one are lost).
 import { MHAError } from './errors.js';
 import { HANDLE, PROXIED } from './proxy_table.js';
-import { workerScriptUrl } from './env_browser.js';
+import { moduleWorkerUrl } from './env_browser.js';
 
 // Objects the caller forgot to dispose: released in the worker when collected.
 const forgotten = new FinalizationRegistry(({ connection, handle }) => connection.release(handle));
@@ -17,8 +17,17 @@ function toError({ name, message }) {
 }
 
 // A typed array as the worker should get it: only its own bytes, never a
-// buffer shared with the caller.
-function ownCopy(array) {
+// buffer shared with the caller. `path` names it in errors.
+function ownCopy(array, path) {
+  if (array.buffer.byteLength === 0 && array.byteLength === 0 && array.length === 0) {
+    let detached = false;
+    try {
+      structuredClone(array.buffer);
+    } catch {
+      detached = true;
+    }
+    if (detached) throw new MHAError(`${path}: expected a live ArrayBuffer, received a detached one`);
+  }
   const whole = array.buffer instanceof ArrayBuffer && array.byteOffset === 0 &&
     array.byteLength === array.buffer.byteLength;
   return whole ? array : array.slice();
@@ -27,9 +36,9 @@ function ownCopy(array) {
 // Arguments as a message: proxied objects become handles, typed arrays their
 // own copies, objects their properties (tensors' data and shape also when
 // they are getters of a class).
-function encode(value, objects) {
-  if (ArrayBuffer.isView(value)) return ownCopy(value);
-  if (Array.isArray(value)) return value.map((v) => encode(v, objects));
+function encode(value, objects, path) {
+  if (ArrayBuffer.isView(value)) return ownCopy(value, path);
+  if (Array.isArray(value)) return value.map((v, i) => encode(v, objects, `${path}[${i}]`));
   if (value === null || typeof value !== 'object' || value instanceof ArrayBuffer) return value;
   if (value instanceof ProxiedObject) {
     objects.push(value);
@@ -37,7 +46,7 @@ function encode(value, objects) {
   }
   const keys = new Set(Object.keys(value));
   if ('data' in value && 'shape' in value) keys.add('data').add('shape');
-  return Object.fromEntries([...keys].map((key) => [key, encode(value[key], objects)]));
+  return Object.fromEntries([...keys].map((key) => [key, encode(value[key], objects, `${path}.${key}`)]));
 }
 
 // One worker and the calls pending in it.
@@ -48,7 +57,7 @@ class Connection {
     this.nextHandle = 1;
     this.dead = null;           // the MHAError once the worker is gone
     const lock = globalThis.navigator?.locks ? `mha-wasm-proxy-${Math.random().toString(36).slice(2)}` : null;
-    this.worker = new Worker(workerScriptUrl(files.proxyWorker, { module: true }), { type: 'module' });
+    this.worker = new Worker(moduleWorkerUrl(files.proxyWorker), { type: 'module' });
     this.worker.onmessage = ({ data }) => this.receive(data);
     this.worker.onerror = (event) => {
       event.preventDefault();
@@ -94,7 +103,8 @@ class Connection {
     if (this.dead) return Promise.reject(this.dead);
     const objects = [target];
     const message = { op: 'call', id: this.nextId++, target: target.handle, method,
-      args: encode(args, objects), create: created?.handle };
+      args: args.map((arg, i) => encode(arg, objects, `${method}: argument ${i + 1}`)),
+      create: created?.handle };
     if (created) objects.push(created);
     return new Promise((resolve, reject) => {
       this.pending.set(message.id, { resolve, reject, objects });
@@ -155,6 +165,8 @@ function clientClass(type) {
     Client.prototype[method] = function proxiedCall(...args) {
       this.checkLive(method);
       check?.(this, ...args);
+      // Again: an argument's getter may have disposed this object meanwhile.
+      this.checkLive(method);
       return this.call(method, args);
     };
   }

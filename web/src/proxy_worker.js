@@ -13,11 +13,12 @@ import { HANDLE, PROXIED } from './proxy_table.js';
 import { MHAError } from './errors.js';
 
 const objects = new Map();   // handle -> { object, type }
+const failed = new Map();    // handle -> the error that kept it from being made
 
 function lookUp(handle) {
   const entry = objects.get(handle);
-  if (entry === undefined) throw new MHAError('expected a live object, received one that was disposed');
-  return entry;
+  if (entry !== undefined) return entry;
+  throw failed.get(handle) ?? new MHAError('expected a live object, received one that was disposed');
 }
 
 // Handles in the arguments become the objects they stand for.
@@ -45,7 +46,7 @@ function buffersIn(value, found = []) {
   return found;
 }
 
-function stateOf({ object, type }, keys) {
+function stateOf({ object }, keys) {
   return Object.fromEntries(keys.map((key) => [key, object[key]]));
 }
 
@@ -60,7 +61,13 @@ async function call({ id, target, method, args, create }) {
   if (!(method in spec.calls) && made === undefined) {
     throw new MHAError(`${method}: not a method the proxy forwards`);
   }
-  const value = await entry.object[method](...decode(args));
+  let value;
+  try {
+    value = await entry.object[method](...decode(args));
+  } catch (error) {
+    if (made !== undefined) failed.set(create, error);
+    throw error;
+  }
   const states = {};
   for (const handle of [target, ...handlesIn(args)]) {
     const other = objects.get(handle);
@@ -77,6 +84,7 @@ async function call({ id, target, method, args, create }) {
 function release(handle) {
   const entry = objects.get(handle);
   objects.delete(handle);
+  failed.delete(handle);
   entry?.object.dispose();
 }
 

@@ -2,7 +2,9 @@
 // JS API the way a user would.
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
-import { readSafetensors } from './safetensors.js';
+import { fixtureFromBytes, moduleConfig } from './fixture_data.js';
+
+export { moduleConfig };
 
 export const FIXTURE_DIR = new URL('../../fixtures/', import.meta.url);
 
@@ -11,24 +13,12 @@ export function fixtureNames() {
 }
 
 export function loadFixture(name) {
-  const bytes = new Uint8Array(readFileSync(new URL(name, FIXTURE_DIR)));
-  const { metadata, tensors } = readSafetensors(bytes);
-  return { name, bytes, config: JSON.parse(metadata.config), tensors };
+  return fixtureFromBytes(name, new Uint8Array(readFileSync(new URL(name, FIXTURE_DIR))));
 }
 
 function tensor(fixture, name) {
   const t = fixture.tensors[name];
   return t && { data: t.data, shape: t.shape };
-}
-
-// The fixture's module options in the JS API's names (0 = default).
-export function moduleConfig(c) {
-  return {
-    embedDim: c.embed_dim, numHeads: c.num_heads, bias: c.bias, addBiasKV: c.add_bias_kv,
-    addZeroAttn: c.add_zero_attn, kdim: c.kdim || undefined, vdim: c.vdim || undefined,
-    batchFirst: c.batch_first, qkHeadDim: c.qk_head_dim || undefined,
-    vHeadDim: c.v_head_dim || undefined,
-  };
 }
 
 // Float32 parameters as a PyTorch state_dict ({name: Float32Array}).

@@ -1,0 +1,85 @@
+// A static file server for a folder on 127.0.0.1, optionally cross-origin isolated (COOP/COEP
+// headers, which pages need for SharedArrayBuffer and so for threads). Used by `npm start`
+// (scripts/serve.mjs) and by the browser tests that serve built apps.
+import { createServer } from 'node:http';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { extname, join, normalize, sep } from 'node:path';
+
+const MIME_TYPES = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.wasm': 'application/wasm',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.map': 'application/json; charset=utf-8',
+  '.ts': 'text/plain; charset=utf-8',
+  '.safetensors': 'application/octet-stream',
+};
+
+export const ISOLATION_HEADERS = {
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+};
+
+// root: the folder served; servedDirs: when given, only these top-level folders are reachable;
+// startPage: where / redirects to (default: /index.html is served).
+export function createStaticServer(root, { isolated = true, servedDirs = null, startPage = null } = {}) {
+  function headersFor(path) {
+    return {
+      'Content-Type': MIME_TYPES[extname(path)] ?? 'application/octet-stream',
+      'Cache-Control': 'no-store',
+      ...(isolated ? ISOLATION_HEADERS : {}),
+    };
+  }
+
+  // Maps a URL path to a file under root, or null when it points elsewhere.
+  function resolvePath(urlPath) {
+    const relative = normalize(decodeURIComponent(urlPath)).replace(/^[/\\]+/, '');
+    if (relative.startsWith('..')) return null;
+    if (servedDirs && !servedDirs.includes(relative.split(sep)[0])) return null;
+    return join(root, relative);
+  }
+
+  async function handle(request, response) {
+    const url = new URL(request.url, 'http://localhost');
+    if (url.pathname === '/' && startPage) {
+      response.writeHead(302, { Location: startPage });
+      response.end();
+      return;
+    }
+    let path = resolvePath(url.pathname);
+    let info = path && (await stat(path).catch(() => null));
+    if (info?.isDirectory()) {
+      if (!url.pathname.endsWith('/')) {
+        response.writeHead(301, { Location: `${url.pathname}/` });
+        response.end();
+        return;
+      }
+      path = join(path, 'index.html');
+      info = await stat(path).catch(() => null);
+    }
+    if (!info?.isFile()) {
+      response.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' });
+      response.end(`not found: ${url.pathname}\n`);
+      return;
+    }
+    response.writeHead(200, { ...headersFor(path), 'Content-Length': info.size });
+    if (request.method === 'HEAD') {
+      response.end();
+      return;
+    }
+    createReadStream(path).pipe(response);
+  }
+
+  return createServer((request, response) => {
+    handle(request, response).catch((error) => {
+      response.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' });
+      response.end(`server error: ${error.message}\n`);
+    });
+  });
+}

@@ -1,0 +1,98 @@
+// The package as web developers get it: the `npm pack` tarball installed into a small app
+// (tests/e2e/app), built by Vite 8 (build and dev server), webpack 5, Rollup 4 and esbuild, each
+// served to Chromium cross-origin isolated and not. Each page must load the build its isolation
+// allows (with the proxy, threads when isolated), reproduce a PyTorch fixture, and keep its main
+// thread running during a forward of a few hundred milliseconds.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { assertMatchesFixture, loadFixture, moduleConfig } from '../js/helpers/fixtures.js';
+import { BUNDLERS } from './bundle_app.mjs';
+import { ROOT, launchBrowser } from './harness.mjs';
+
+const FIXTURE = loadFixture('e16_h2_l7_bool_kpm.safetensors');
+
+function fixtureRequest(fixture) {
+  const input = (name) => {
+    const t = fixture.tensors[`input.${name}`];
+    return t && { data: Array.from(t.data), shape: t.shape, bool: t.dtype === 'BOOL' };
+  };
+  const c = fixture.config;
+  return {
+    config: moduleConfig(c),
+    bytes: Array.from(fixture.bytes),
+    inputs: { query: input('query'), key: input('key'), value: input('value'), keyPaddingMask: input('key_padding_mask') },
+    options: { needWeights: c.need_weights, averageAttnWeights: c.average_attn_weights },
+  };
+}
+
+const tensor = (plain) => plain && { data: Float32Array.from(plain.data), shape: plain.shape };
+
+let dir;
+let app;
+let browser;
+
+before(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'mha-wasm-bundlers-'));
+  const tarball = execFileSync('npm', ['pack', '--silent', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' })
+    .trim().split('\n').pop();
+  app = join(dir, 'app');
+  mkdirSync(app);
+  cpSync(join(ROOT, 'tests/e2e/app'), app, { recursive: true });
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
+  execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', join(dir, tarball)], { cwd: app, stdio: 'ignore' });
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+for (const [name, bundler] of Object.entries(BUNDLERS)) {
+  describe(name, () => {
+    let out;
+    before(async () => {
+      out = await bundler.build(app);
+    });
+
+    for (const isolated of [true, false]) {
+      test(isolated ? 'cross-origin isolated' : 'not isolated', async (t) => {
+        const { url, close } = await bundler.serve(app, out, isolated);
+        const page = await browser.context.newPage();
+        const errors = [];
+        page.on('console', (message) => {
+          if (message.type() === 'error' && !message.location().url.endsWith('/favicon.ico')) errors.push(message.text());
+        });
+        page.on('pageerror', (error) => errors.push(error.message));
+        try {
+          await page.goto(url);
+          const info = await page.evaluate(async () => (await window.app).info);
+          assert.equal(info.proxy, true);
+          assert.equal(info.build, isolated ? 'simd-threaded' : 'simd');
+          const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+          assert.equal(info.threads, isolated ? Math.min(cores, 4) : 1);
+          if (isolated) assert.equal(info.threadsOffReason, null);
+          else assert.match(info.threadsOffReason, /not cross-origin isolated/);
+
+          const result = await page.evaluate(async (request) => (await window.app).runFixture(request),
+            fixtureRequest(FIXTURE));
+          assertMatchesFixture({ output: tensor(result.output), weights: tensor(result.weights) }, FIXTURE);
+
+          const { ms, ticks } = await page.evaluate(async () => (await window.app).ticksDuringForward());
+          t.diagnostic(`${name}, ${isolated ? 'isolated' : 'not isolated'}: ${info.build}, ` +
+                       `${info.threads} threads, a ${ms.toFixed(0)} ms forward, ${ticks} timer ticks meanwhile`);
+          assert.ok(ms >= 100, `the forward took ${ms} ms, too short to tell`);
+          assert.ok(ticks >= 5, `the page's 10 ms timer fired ${ticks} times during a ${ms} ms forward`);
+          assert.deepEqual(errors, []);
+        } finally {
+          await page.close();
+          await close();
+        }
+      });
+    }
+  });
+}

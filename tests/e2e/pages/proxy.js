@@ -1,0 +1,102 @@
+// The proxy under test (tests/e2e/proxy.test.mjs drives it through window.proxyTest): the
+// hostile-input table run on the page's main thread against a library in the package's Worker,
+// and the calls the test needs around it. Results go back as plain arrays.
+import { MHAError, loadMHA } from '/web/src/browser.js';
+import { fixtureFromBytes, moduleConfig } from '/tests/js/helpers/fixture_data.js';
+import { HOSTILE_FIXTURE, hostileTable } from '/tests/js/helpers/hostile_table.js';
+
+const response = await fetch(`/tests/fixtures/${HOSTILE_FIXTURE}`);
+const fixture = fixtureFromBytes(HOSTILE_FIXTURE, new Uint8Array(await response.arrayBuffer()));
+const table = hostileTable(fixture);
+const input = (name) => fixture.tensors[`input.${name}`];
+const [query, key, value, keyPaddingMask] = ['query', 'key', 'value', 'key_padding_mask'].map(input);
+
+const lib = await loadMHA({ proxy: true });
+const ctx = { lib, mha: await loadedModule() };
+
+async function loadedModule() {
+  const mha = lib.createMultiheadAttention(moduleConfig(fixture.config));
+  await mha.loadSafetensors(fixture.bytes, { prefix: 'param.' });
+  return mha;
+}
+
+const plainTensor = (t) => t && { data: Array.from(t.data), shape: t.shape };
+const plain = (result) => result && { output: plainTensor(result.output), weights: plainTensor(result.weights) };
+const forward = (mha) => mha.forward(query, key, value, { keyPaddingMask });
+const errorOf = (error) => ({ isMHAError: error instanceof MHAError, name: error?.name, message: error?.message });
+
+// A random input of (L, 1, E) for the fixture's module.
+function randomInput(L) {
+  const data = new Float32Array(L * query.shape[2]);
+  for (let i = 0; i < data.length; i++) data[i] = Math.sin(i * 0.731);
+  return { data, shape: [L, 1, query.shape[2]] };
+}
+
+window.proxyTest = {
+  info: lib.info,
+  rows: { errors: table.errors.length, results: table.results.length },
+
+  // Error row i: how the call failed (or that it did not), then a valid forward on the same module.
+  async errorRow(i) {
+    let outcome = { resolved: true };
+    try {
+      await table.errors[i][1](ctx);
+    } catch (error) {
+      outcome = errorOf(error);
+    }
+    return { ...outcome, valid: plain(await forward(ctx.mha)) };
+  },
+
+  async resultRow(i) {
+    const result = plain(await table.results[i][1](ctx));
+    return { result, valid: plain(await forward(ctx.mha)) };
+  },
+
+  // A forward of a few hundred ms started, then `stop` (a function of the page) run while it is
+  // pending (stopName: a method of proxyTest); then a new module in the (new) worker.
+  async stoppedMidCall(stopName) {
+    const mha = await loadedModule();
+    const long = randomInput(3000);
+    const pending = mha.forward(long, long, long, { needWeights: false });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    window.proxyTest[stopName]();
+    const stopped = await pending.then(() => ({ resolved: true }), errorOf);
+    const later = await mha.forward(query, key, value).then(() => ({ resolved: true }), errorOf);
+    ctx.mha = await loadedModule();
+    return { stopped, later, again: plain(await forward(ctx.mha)) };
+  },
+
+  terminateByApi() {
+    lib.terminate();
+  },
+
+  // Terminates the proxy's Worker from outside, as a crash would.
+  terminateFromOutside() {
+    for (const worker of window.createdWorkers.splice(0)) worker.terminate();
+  },
+
+  // Forwards pending when dispose() is called: their results, then what a later call does.
+  async disposeWithCallsPending() {
+    const mha = await loadedModule();
+    const pending = [forward(mha), forward(mha), forward(mha)];
+    mha.dispose();
+    let later;
+    try {
+      mha.forward(query, key, value);
+      later = { threw: false };
+    } catch (error) {
+      later = { threw: true, ...errorOf(error) };
+    }
+    return { results: (await Promise.all(pending)).map(plain), later };
+  },
+
+  // `calls` forwards, a module made and disposed every 10th; the worker's heap after.
+  async manyCalls(calls) {
+    for (let i = 0; i < calls; i++) {
+      if (i % 10 === 0) (await loadedModule()).dispose();
+      await forward(ctx.mha);
+    }
+    return lib.heapInfo();
+  },
+};
+document.title = 'ready';

@@ -1,0 +1,111 @@
+// The proxy in Chromium (loadMHA({ proxy: true }) on a page's main thread, cross-origin isolated):
+// the hostile-input table shared with the in-thread suite, a worker that dies mid-call (ended by
+// lib.terminate() and from outside, as a crash would), dispose() with calls pending, and 1,000
+// calls with a flat heap in the worker (WASM) and on the page (JS).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { assertClose, assertMatchesFixture, loadFixture } from '../js/helpers/fixtures.js';
+import { HOSTILE_FIXTURE, hostileTable } from '../js/helpers/hostile_table.js';
+import { ROOT, launchBrowser } from './harness.mjs';
+import { createStaticServer } from '../../scripts/static_server.mjs';
+
+const fixture = loadFixture(HOSTILE_FIXTURE);
+const table = hostileTable(fixture, { assert, assertClose, assertMatchesFixture });
+
+const tensor = (plain) => plain && { data: Float32Array.from(plain.data), shape: plain.shape };
+const result = (plain) => ({ output: tensor(plain.output), weights: tensor(plain.weights) });
+
+let server;
+let browser;
+let page;
+const consoleErrors = [];
+
+before(async () => {
+  server = createStaticServer(ROOT, { servedDirs: ['web', 'dist', 'tests'] });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  browser = await launchBrowser();
+  page = await browser.context.newPage();
+  page.on('pageerror', (error) => consoleErrors.push(error.message));
+  // Keeps the Workers the page makes, so that a test can end one from outside.
+  await page.addInitScript(() => {
+    const PageWorker = window.Worker;
+    window.createdWorkers = [];
+    window.Worker = class extends PageWorker {
+      constructor(...args) {
+        super(...args);
+        window.createdWorkers.push(this);
+      }
+    };
+  });
+  await page.goto(`http://127.0.0.1:${server.address().port}/tests/e2e/pages/proxy.html`);
+  await page.waitForFunction(() => document.title === 'ready', null, { timeout: 60_000 });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+test('the library runs in the worker with threads', async () => {
+  const info = await page.evaluate(() => window.proxyTest.info);
+  assert.equal(info.proxy, true);
+  assert.equal(info.build, 'simd-threaded');
+  assert.equal(info.threadsOffReason, null);
+});
+
+describe('hostile input through the proxy', () => {
+  table.errors.forEach(([what, , patterns], i) => {
+    test(what, async () => {
+      const outcome = await page.evaluate((row) => window.proxyTest.errorRow(row), i);
+      assert.ok(outcome.isMHAError, `expected an MHAError, got ${JSON.stringify(outcome)}`);
+      for (const pattern of patterns) assert.match(outcome.message, pattern);
+      assertMatchesFixture(result(outcome.valid), fixture);
+    });
+  });
+  table.results.forEach(([what, , check], i) => {
+    test(what, async () => {
+      const outcome = await page.evaluate((row) => window.proxyTest.resultRow(row), i);
+      check(result(outcome.result));
+      assertMatchesFixture(result(outcome.valid), fixture);
+    });
+  });
+});
+
+test('dispose() with calls pending: they finish, later calls throw', async () => {
+  const { results, later } = await page.evaluate(() => window.proxyTest.disposeWithCallsPending());
+  assert.equal(results.length, 3);
+  for (const r of results) assertMatchesFixture(result(r), fixture);
+  assert.ok(later.threw && later.isMHAError, JSON.stringify(later));
+  assert.match(later.message, /forward: expected a live module, received one that was disposed/);
+});
+
+test('1,000 calls: the worker\'s WASM heap and the page\'s JS heap stay flat', async () => {
+  const cdp = await page.context().newCDPSession(page);
+  const pageHeap = async () => {
+    await cdp.send('HeapProfiler.collectGarbage');
+    return (await cdp.send('Runtime.getHeapUsage')).usedSize;
+  };
+  const warm = await page.evaluate(() => window.proxyTest.manyCalls(200));
+  const pageBefore = await pageHeap();
+  const end = await page.evaluate(() => window.proxyTest.manyCalls(1000));
+  const pageAfter = await pageHeap();
+  assert.equal(end.inUseBytes, warm.inUseBytes, 'bytes in use in the worker\'s WASM heap');
+  assert.equal(end.heapTop, warm.heapTop, 'the worker\'s WASM heap top');
+  assert.ok(pageAfter - pageBefore < 512 * 1024,
+    `the page's JS heap grew by ${pageAfter - pageBefore} bytes over 1,000 calls`);
+});
+
+for (const [stop, how] of [['terminateByApi', 'lib.terminate()'], ['terminateFromOutside', 'Worker.terminate() from outside']]) {
+  test(`a worker ended mid-call by ${how} rejects its calls; the next call starts afresh`, async () => {
+    const outcome = await page.evaluate((name) => window.proxyTest.stoppedMidCall(name), stop);
+    for (const failed of [outcome.stopped, outcome.later]) {
+      assert.ok(failed.isMHAError, JSON.stringify(failed));
+      assert.match(failed.message, /the engine's worker stopped/);
+    }
+    assertMatchesFixture(result(outcome.again), fixture);
+  });
+}
+
+test('no uncaught errors on the page', () => {
+  assert.deepEqual(consoleErrors, []);
+});
