@@ -43,7 +43,7 @@ for glue in dist/mha-simd-threaded.mjs dist/node/mha-simd-threaded.mjs; do
 done
 # Node's pthread worker script is CommonJS; the package is "type": "module".
 echo '{ "type": "commonjs" }' > dist/node/package.json
-node_modules/.bin/esbuild web/src/proxy_worker.js --bundle --format=esm --log-level=warning \
+node_modules/.bin/esbuild web/src/proxy_worker.js --bundle --minify --format=esm --log-level=warning \
   --outfile=dist/mha-proxy-worker.mjs
 # What a page loads must not mention Node's modules (bundlers would try to resolve them).
 if grep -lE "require\(|node:|worker_threads|['\"]fs['\"]" dist/*.mjs dist/*.js; then

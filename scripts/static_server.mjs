@@ -26,14 +26,21 @@ export const ISOLATION_HEADERS = {
   'Cross-Origin-Embedder-Policy': 'require-corp',
 };
 
+// What a CDN sends so that pages of other origins, isolated ones included, may load its files.
+const CDN_HEADERS = {
+  'Access-Control-Allow-Origin': '*',
+  'Cross-Origin-Resource-Policy': 'cross-origin',
+};
+
 // root: the folder served; servedDirs: when given, only these top-level folders are reachable;
-// startPage: where / redirects to (default: /index.html is served).
-export function createStaticServer(root, { isolated = true, servedDirs = null, startPage = null } = {}) {
+// startPage: where / redirects to (default: /index.html is served); cdn: send CDN_HEADERS.
+export function createStaticServer(root, { isolated = true, servedDirs = null, startPage = null, cdn = false } = {}) {
   function headersFor(path) {
     return {
       'Content-Type': MIME_TYPES[extname(path)] ?? 'application/octet-stream',
       'Cache-Control': 'no-store',
       ...(isolated ? ISOLATION_HEADERS : {}),
+      ...(cdn ? CDN_HEADERS : {}),
     };
   }
 

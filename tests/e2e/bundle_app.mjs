@@ -11,22 +11,29 @@ import * as vite from 'vite';
 import webpack from 'webpack';
 import { ISOLATION_HEADERS, createStaticServer } from '../../scripts/static_server.mjs';
 
-async function serveFolder(out, isolated) {
-  const server = createStaticServer(out, { isolated });
+async function serveFolder(out, isolated, options = {}) {
+  const server = createStaticServer(out, { isolated, ...options });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { url: `http://127.0.0.1:${server.address().port}/`, close: () => server.close() };
 }
 
-// For tools that copy no assets: the page names where dist/ is served (loadMHA's wasmPaths).
-function pageWithWasmPaths(app, out) {
+// For tools that copy no assets: the package's dist/ (browser files) copied to out/mha-wasm/,
+// and a page that names where it is served (loadMHA's wasmPaths).
+function pageWithWasmPaths(app, out, wasmPaths = './mha-wasm/') {
   const dist = join(app, 'node_modules/mha-wasm/dist');
   mkdirSync(join(out, 'mha-wasm'), { recursive: true });
   for (const name of readdirSync(dist)) {
     if (name !== 'node') cpSync(join(dist, name), join(out, 'mha-wasm', name));
   }
   writeFileSync(join(out, 'index.html'), '<!doctype html><meta charset="utf-8">\n' +
-    "<script>window.mhaOptions = { wasmPaths: './mha-wasm/' };</script>\n" +
+    `<script>window.mhaOptions = { wasmPaths: ${JSON.stringify(wasmPaths)} };</script>\n` +
     '<script type="module" src="./main.js"></script>\n');
+}
+
+async function buildWithEsbuild(app, out) {
+  await esbuild.build({
+    entryPoints: [join(app, 'main.js')], bundle: true, format: 'esm', outdir: out, logLevel: 'error',
+  });
 }
 
 const viteQuiet = (app) => ({ root: app, logLevel: 'error', cacheDir: join(app, '.vite-cache') });
@@ -79,13 +86,25 @@ export const BUNDLERS = {
   esbuild: {
     async build(app) {
       const out = join(app, 'out-esbuild');
-      await esbuild.build({
-        entryPoints: [join(app, 'main.js')], bundle: true, format: 'esm', outdir: out, logLevel: 'error',
-      });
+      await buildWithEsbuild(app, out);
       pageWithWasmPaths(app, out);
       return out;
     },
     serve: (app, out, isolated) => serveFolder(out, isolated),
+  },
+  // The files on another origin, as from a CDN: the page's wasmPaths names it.
+  'esbuild, dist/ from a CDN': {
+    async build(app) {
+      const out = join(app, 'out-esbuild-cdn');
+      await buildWithEsbuild(app, out);
+      return out;
+    },
+    async serve(app, out, isolated) {
+      const cdn = await serveFolder(join(out, 'mha-wasm'), false, { cdn: true });
+      pageWithWasmPaths(app, out, cdn.url);
+      const page = await serveFolder(out, isolated);
+      return { url: page.url, close: () => { page.close(); cdn.close(); } };
+    },
   },
 };
 
