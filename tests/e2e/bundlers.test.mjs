@@ -64,7 +64,9 @@ for (const [name, bundler] of Object.entries(BUNDLERS)) {
         const { url, close } = await bundler.serve(app, out, isolated);
         const page = await browser.context.newPage();
         const errors = [];
+        const warnings = [];
         page.on('console', (message) => {
+          if (message.type() === 'warning') warnings.push(message.text());
           if (message.type() === 'error' && !message.location().url.endsWith('/favicon.ico')) errors.push(message.text());
         });
         page.on('pageerror', (error) => errors.push(error.message));
@@ -88,6 +90,10 @@ for (const [name, bundler] of Object.entries(BUNDLERS)) {
           assert.ok(ms >= 100, `the forward took ${ms} ms, too short to tell`);
           assert.ok(ticks >= 5, `the page's 10 ms timer fired ${ticks} times during a ${ms} ms forward`);
           assert.deepEqual(errors, []);
+          // One warning when threads are off, naming the headers that turn them on.
+          const headerWarnings = warnings.filter((w) => /mha-wasm: running single-threaded/.test(w));
+          assert.equal(headerWarnings.length, isolated ? 0 : 1, warnings.join('\n'));
+          if (!isolated) assert.match(headerWarnings[0], /Cross-Origin-Opener-Policy: same-origin.*Cross-Origin-Embedder-Policy: require-corp/);
         } finally {
           await page.close();
           await close();

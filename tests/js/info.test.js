@@ -26,6 +26,18 @@ describe('info', () => {
     assert.equal(lib.info.threads, Math.min(availableParallelism(), 4));
   });
 
+  test('Node runs in the calling thread and says why threads are off only when asked', async () => {
+    const threaded = await loadMHA({ proxy: 'auto' });
+    assert.equal(threaded.info.proxy, false);
+    assert.equal(threaded.info.threadsOffReason, null);
+    assert.equal((await loadMHA({ build: 'simd', proxy: false })).info.threadsOffReason,
+      "build 'simd' was asked for");
+    await assert.rejects(loadMHA({ proxy: true }),
+      (e) => e instanceof MHAError && /proxy: expected 'auto' or false in Node/.test(e.message));
+    await assert.rejects(loadMHA({ proxy: 'yes' }),
+      (e) => e instanceof MHAError && /proxy: expected 'auto', true or false, received the string 'yes'/.test(e.message));
+  });
+
   test('an explicit thread count is honoured up to the pool of 8', async () => {
     assert.equal((await loadMHA({ threads: 3 })).info.threads, 3);
     assert.equal((await loadMHA({ threads: 64 })).info.threads, 8);
