@@ -3,7 +3,7 @@
 // run there, and a TypeScript usage example compiles against the declarations.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -60,6 +60,24 @@ describe('npm pack tarball in an empty project', () => {
     }
     assert.ok(!existsSync(join(installed, 'src')), 'no C++ sources in the package');
     assert.ok(!existsSync(join(installed, 'tests')), 'no tests in the package');
+  });
+
+  test('what a browser loads names no Node module (only the node condition\'s files do)', () => {
+    const installed = join(project, 'node_modules', 'mha-wasm');
+    const nodeOnly = ['web/src/index.js', 'web/src/env_node.js'];
+    const browserFiles = [
+      ...readdirSync(join(installed, 'web/src')).map((f) => `web/src/${f}`).filter((f) => !nodeOnly.includes(f)),
+      ...readdirSync(join(installed, 'dist')).filter((f) => /\.m?js$/.test(f)).map((f) => `dist/${f}`),
+    ];
+    assert.ok(browserFiles.includes('dist/mha-simd-threaded.mjs') && browserFiles.includes('web/src/browser.js'));
+    for (const file of browserFiles) {
+      const text = readFileSync(join(installed, file), 'utf8');
+      assert.doesNotMatch(text, /require\(|['"]node:|worker_threads|['"]fs['"]/, file);
+    }
+    const exports = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')).exports['.'];
+    assert.equal(exports.browser.default, './web/src/browser.js');
+    assert.equal(exports.default.default, './web/src/browser.js');
+    assert.equal(exports.node.default, './web/src/index.js');
   });
 
   test("README quickstart runs as written with import { loadMHA } from 'mha-wasm'", () => {

@@ -5,8 +5,8 @@ import { MHAError } from './errors.js';
 import { MHALibrary } from './library.js';
 import { checkOptionsObject, describe } from './validate.js';
 
-export const BUILDS = ['simd-threaded', 'simd'];
-export const LOAD_OPTIONS = ['threads', 'build', 'proxy', 'wasmPaths'];
+const BUILDS = ['simd-threaded', 'simd'];
+const LOAD_OPTIONS = ['threads', 'build', 'proxy', 'wasmPaths'];
 const AUTO_MAX_THREADS = 4;
 
 export function checkLoadOptions(options) {

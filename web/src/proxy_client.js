@@ -78,6 +78,7 @@ class Connection {
       return this.die('it could not load the engine');
     }
     const call = this.pending.get(message.id);
+    if (call === undefined) return;   // sent before the worker was ended
     this.pending.delete(message.id);
     for (const object of call.objects) {
       const state = message.states[object.handle];
