@@ -67,7 +67,7 @@ export function renderDecode({ engines, workloads, results, bandwidths }, out) {
           else {
             let cell = formatMs(r.medianMs);
             const x = engine.ours ? undefined : ratio(engine.name, ours, threads, w.id);
-            if (x !== undefined) cell += ` · ×${x.toFixed(2)}`;
+            if (x !== undefined) cell += ` · ×${fixed(x, 2)}`;
             const bw = engine.ours && BANDWIDTH_ROWS.includes(w.id) ? bandwidthShare(family, threads, w.id) : undefined;
             if (bw) cell += ` · ${(100 * bw.share).toFixed(0)}% bw`;
             if (r.check && !r.check.ok) cell += ` (output differs: ${r.check.maxAbs.toExponential(1)})`;
