@@ -53,6 +53,12 @@ test('the library runs in the worker with threads', async () => {
   assert.equal(info.threadsOffReason, null);
 });
 
+test("inside the page's own Worker, proxy 'auto' runs the engine in that thread", async () => {
+  const info = await page.evaluate(() => window.proxyTest.infoInAWorker());
+  assert.equal(info.proxy, false);
+  assert.equal(info.build, 'simd-threaded');
+});
+
 describe('hostile input through the proxy', () => {
   table.errors.forEach(([what, , patterns], i) => {
     test(what, async () => {

@@ -66,6 +66,14 @@ window.proxyTest = {
     return { stopped, later, again: plain(await forward(ctx.mha)) };
   },
 
+  // lib.info of a library loaded with the default options inside a Worker of the page's own.
+  async infoInAWorker() {
+    const worker = new Worker('./in_worker.js', { type: 'module' });
+    const { data } = await new Promise((resolve) => { worker.onmessage = resolve; });
+    worker.terminate();
+    return data;
+  },
+
   terminateByApi() {
     lib.terminate();
   },
