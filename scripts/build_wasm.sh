@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Builds both WebAssembly variants (SIMD128 + pthreads, SIMD128 single-thread)
+# Builds the three WebAssembly variants (SIMD128 + pthreads, SIMD128
+# single-thread, relaxed SIMD + pthreads)
 # with Emscripten through the same CMakeLists, each linked for browsers and for
 # Node from the same objects, and lays them out in dist/:
-#   dist/mha-simd{,-threaded}.wasm          the same binary for both environments
+#   dist/mha-simd{,-threaded}.wasm, dist/mha-relaxed-simd-threaded.wasm
+#                                           the same binary for both environments
 #   dist/mha-simd{,-threaded}.mjs, dist/mha-simd-threaded.worker.js
 #                                           browser glue (-sENVIRONMENT=web,worker)
 #   dist/mha-proxy-worker.mjs               the proxy's worker (web/src/proxy_worker.js bundled)
@@ -16,25 +18,35 @@ export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
 HWY_SRC=$(bash scripts/fetch_highway_src.sh)
 rm -rf dist
 mkdir -p dist/node
-for variant in threaded simd; do
-  threads=OFF
-  if [ "$variant" = threaded ]; then threads=ON; fi
+for variant in threaded simd relaxed; do
+  case $variant in
+    threaded) name=mha-simd-threaded flags=(-DMHA_WASM_THREADS=ON -DMHA_WASM_RELAXED_SIMD=OFF) ;;
+    simd) name=mha-simd flags=(-DMHA_WASM_THREADS=OFF -DMHA_WASM_RELAXED_SIMD=OFF) ;;
+    relaxed) name=mha-relaxed-simd-threaded flags=(-DMHA_WASM_THREADS=ON -DMHA_WASM_RELAXED_SIMD=ON) ;;
+  esac
   dir="build/wasm-$variant"
-  emcmake cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DMHA_WASM_THREADS=$threads \
+  emcmake cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "${flags[@]}" \
     -DHWY_SOURCE_DIR="$PWD/$HWY_SRC" >/dev/null
   cmake --build "$dir" -j "$(nproc)"
-  cmp "$dir"/bindings/browser/mha-simd*.wasm "$dir"/bindings/node/mha-simd*.wasm
-  cp "$dir"/bindings/browser/mha-simd*.wasm "$dir"/bindings/browser/mha-simd*.mjs dist/
-  cp "$dir"/bindings/node/mha-simd*.mjs dist/node/
-  if [ "$variant" = threaded ]; then
-    cp "$dir"/bindings/browser/mha-simd-threaded.worker.js dist/
-    cp "$dir"/bindings/node/mha-simd-threaded.worker.js dist/node/
+  cmp "$dir/bindings/browser/$name.wasm" "$dir/bindings/node/$name.wasm"
+  if [ "$variant" = relaxed ]; then
+    # The kernels' placeholder import becomes f32x4.relaxed_madd (see the script).
+    node scripts/relax_wasm.mjs "$dir/bindings/browser/$name.wasm" "dist/$name.wasm"
+  else
+    cp "$dir/bindings/browser/$name.wasm" dist/
+  fi
+  cp "$dir/bindings/browser/$name.mjs" dist/
+  cp "$dir/bindings/node/$name.mjs" dist/node/
+  if [ "$variant" != simd ]; then
+    cp "$dir/bindings/browser/$name.worker.js" dist/
+    cp "$dir/bindings/node/$name.worker.js" dist/node/
   fi
 done
 # Emscripten 3.1.6 indexes the exception refcount with a signed shift
 # (Atomics.add(HEAP32, ptr >> 2)), which throws for exceptions above 2 GiB:
 # the catch never runs and the module's lock stays held. Make it unsigned.
-for glue in dist/mha-simd-threaded.mjs dist/node/mha-simd-threaded.mjs; do
+for glue in dist/mha-simd-threaded.mjs dist/node/mha-simd-threaded.mjs \
+            dist/mha-relaxed-simd-threaded.mjs dist/node/mha-relaxed-simd-threaded.mjs; do
   sed -i 's/this\.ptr+0>>2,1)/this.ptr+0>>>2,1)/g' "$glue"
   if grep -q 'this\.ptr+0>>2' "$glue"; then
     echo "build_wasm: exception refcount patch did not apply to $glue" >&2

@@ -17,6 +17,13 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
 fi
 bash scripts/build_wasm.sh
 node --test tests/js/
+# Node 20 has relaxed SIMD behind a flag: run the fixtures on the relaxed-SIMD build there too
+# (Node >= 22 has it on, and the run above covered it).
+RELAXED=(--experimental-wasm-relaxed-simd)
+if node "${RELAXED[@]}" -e 'process.exit(0)' 2>/dev/null &&
+   ! node -e 'import("./web/src/load.js").then((m) => process.exit(m.relaxedSimdSupported() ? 0 : 1))'; then
+  node "${RELAXED[@]}" --test tests/js/fixtures.test.js tests/js/info.test.js tests/js/relaxed_simd.test.js
+fi
 
 # Browser end-to-end tests of the demo page (Debian's Chromium driven by playwright-core), on the
 # packages and WASM build installed above.

@@ -16,7 +16,7 @@ export interface Mask {
   shape: number[];
 }
 
-export type BuildName = 'simd-threaded' | 'simd';
+export type BuildName = 'relaxed-simd-threaded' | 'simd-threaded' | 'simd';
 
 export interface LoadOptions {
   /** 'auto' (default) = min(hardware concurrency, 4); capped at the build's worker pool (8). */

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "hwy/highway.h"
+#include "src/kernels/mul_add-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mha {
@@ -63,8 +64,8 @@ inline void TileRowPointers(const float* a, size_t lda, size_t rows, const float
 template <class D, class V>
 HWY_INLINE void MulAddRow(D d, const float* a, V b0, V b1, V& c0, V& c1) {
   const V av = hn::Set(d, *a);
-  c0 = hn::MulAdd(av, b0, c0);
-  c1 = hn::MulAdd(av, b1, c1);
+  c0 = FusedMulAdd(av, b0, c0);
+  c1 = FusedMulAdd(av, b1, c1);
 }
 
 // Row r of the tile starts as (init(r, 0), init(r, 1)), gains

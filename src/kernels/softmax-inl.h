@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "hwy/highway.h"
+#include "src/kernels/mul_add-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mha {
@@ -45,18 +46,18 @@ HWY_INLINE V ExpNonPositive(D d, V x) {
   // Adding 1.5 * 2^23 rounds x log2(e) to an integer n held in the low
   // mantissa bits, here biased by 127: the exponent field of 2^n.
   const auto magic = hn::Set(d, 12582912.0f + 127.0f);
-  const auto t = hn::MulAdd(x, hn::Set(d, 1.44269504f), magic);
+  const auto t = FusedMulAdd(x, hn::Set(d, 1.44269504f), magic);
   const auto n = hn::Sub(t, magic);
   auto r = hn::NegMulAdd(n, hn::Set(d, 0.693359375f), x);  // ln2 in two parts
   r = hn::NegMulAdd(n, hn::Set(d, -2.12194440e-4f), r);
   auto p = hn::Set(d, 1.9875691500e-4f);
-  p = hn::MulAdd(p, r, hn::Set(d, 1.3981999507e-3f));
-  p = hn::MulAdd(p, r, hn::Set(d, 8.3334519073e-3f));
-  p = hn::MulAdd(p, r, hn::Set(d, 4.1665795894e-2f));
-  p = hn::MulAdd(p, r, hn::Set(d, 1.6666665459e-1f));
-  p = hn::MulAdd(p, r, hn::Set(d, 5.0000001201e-1f));
-  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
-  p = hn::MulAdd(p, r, hn::Set(d, 1.0f));
+  p = FusedMulAdd(p, r, hn::Set(d, 1.3981999507e-3f));
+  p = FusedMulAdd(p, r, hn::Set(d, 8.3334519073e-3f));
+  p = FusedMulAdd(p, r, hn::Set(d, 4.1665795894e-2f));
+  p = FusedMulAdd(p, r, hn::Set(d, 1.6666665459e-1f));
+  p = FusedMulAdd(p, r, hn::Set(d, 5.0000001201e-1f));
+  p = FusedMulAdd(p, r, hn::Set(d, 1.0f));
+  p = FusedMulAdd(p, r, hn::Set(d, 1.0f));
   const auto scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::BitCast(du, t)));
   return hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -87.3f)), hn::Mul(p, scale));
 }

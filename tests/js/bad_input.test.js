@@ -122,7 +122,7 @@ const BAD_INPUTS = [
   ['loadMHA with zero threads', () => loadMHA({ threads: 0 }),
     [/threads: expected 'auto' or a positive integer, received number 0/]],
   ['loadMHA with an unknown build', () => loadMHA({ build: 'gpu' }),
-    [/build: expected 'simd-threaded' or 'simd', received the string 'gpu'/]],
+    [/build: expected one of 'relaxed-simd-threaded', 'simd-threaded', 'simd', received the string 'gpu'/]],
 ];
 
 errorTableSuite('bad input', fixture, BAD_INPUTS);

@@ -51,11 +51,13 @@ describe('npm pack tarball in an empty project', () => {
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  test('ships only the API, the declarations and both builds', () => {
+  test('ships only the API, the declarations and the three builds', () => {
     const installed = join(project, 'node_modules', 'mha-wasm');
     for (const file of ['web/src/index.js', 'web/src/browser.js', 'web/index.d.ts', 'dist/mha-simd.wasm',
       'dist/mha-simd-threaded.wasm', 'dist/mha-simd-threaded.worker.js', 'dist/mha-proxy-worker.mjs',
-      'dist/node/mha-simd.mjs', 'dist/node/mha-simd-threaded.mjs']) {
+      'dist/mha-relaxed-simd-threaded.wasm', 'dist/mha-relaxed-simd-threaded.worker.js',
+      'dist/node/mha-simd.mjs', 'dist/node/mha-simd-threaded.mjs',
+      'dist/node/mha-relaxed-simd-threaded.mjs']) {
       assert.ok(existsSync(join(installed, file)), `${file} is in the package`);
     }
     assert.ok(!existsSync(join(installed, 'src')), 'no C++ sources in the package');

@@ -185,7 +185,7 @@ function syncPainterContext(settings) {
 function showEngineBadges(info, isolated) {
   const build = byId('badge-build');
   build.textContent = `build: ${info.build}${info.target ? ` (${info.target})` : ''}`;
-  build.className = `badge ${info.build === 'simd-threaded' ? 'good' : 'warn'}`;
+  build.className = `badge ${info.build.endsWith('-threaded') ? 'good' : 'warn'}`;
   byId('badge-threads').textContent = `${info.threads} thread${info.threads === 1 ? '' : 's'}`;
   const badge = byId('badge-isolated');
   badge.textContent = isolated ? 'cross-origin isolated' : 'not cross-origin isolated';

@@ -7,6 +7,11 @@ import { describe } from './validate.js';
 // that Vite, webpack 5 and Parcel ship the file and rewrite the URL.
 function packagedFiles() {
   return {
+    'relaxed-simd-threaded': {
+      js: new URL('../../dist/mha-relaxed-simd-threaded.mjs', import.meta.url).href,
+      wasm: new URL('../../dist/mha-relaxed-simd-threaded.wasm', import.meta.url).href,
+      worker: new URL('../../dist/mha-relaxed-simd-threaded.worker.js', import.meta.url).href,
+    },
     'simd-threaded': {
       js: new URL('../../dist/mha-simd-threaded.mjs', import.meta.url).href,
       wasm: new URL('../../dist/mha-simd-threaded.wasm', import.meta.url).href,
@@ -29,12 +34,12 @@ function filesUnder(wasmPaths) {
   let base = String(wasmPaths);
   if (!base.endsWith('/')) base += '/';
   const at = (name) => new URL(name, new URL(base, globalThis.location?.href)).href;
+  const threaded = (name) => ({
+    js: at(`${name}.mjs`), wasm: at(`${name}.wasm`), worker: at(`${name}.worker.js`),
+  });
   return {
-    'simd-threaded': {
-      js: at('mha-simd-threaded.mjs'),
-      wasm: at('mha-simd-threaded.wasm'),
-      worker: at('mha-simd-threaded.worker.js'),
-    },
+    'relaxed-simd-threaded': threaded('mha-relaxed-simd-threaded'),
+    'simd-threaded': threaded('mha-simd-threaded'),
     simd: { js: at('mha-simd.mjs'), wasm: at('mha-simd.wasm') },
     proxyWorker: at('mha-proxy-worker.mjs'),
   };

@@ -5,6 +5,10 @@ import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 
 const FILES = {
+  'relaxed-simd-threaded': {
+    js: new URL('../../dist/node/mha-relaxed-simd-threaded.mjs', import.meta.url),
+    wasm: new URL('../../dist/mha-relaxed-simd-threaded.wasm', import.meta.url),
+  },
   'simd-threaded': {
     js: new URL('../../dist/node/mha-simd-threaded.mjs', import.meta.url),
     wasm: new URL('../../dist/mha-simd-threaded.wasm', import.meta.url),

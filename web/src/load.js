@@ -1,18 +1,19 @@
-// Loads one of the two WASM builds in the calling thread, whatever the
+// Loads one of the three WASM builds in the calling thread, whatever the
 // environment: `env` (env_browser.js or env_node.js) says where the files are,
 // whether threads are possible and how to instantiate.
 import { MHAError } from './errors.js';
 import { MHALibrary } from './library.js';
 import { checkOptionsObject, describe } from './validate.js';
 
-const BUILDS = ['simd-threaded', 'simd'];
+const BUILDS = ['relaxed-simd-threaded', 'simd-threaded', 'simd'];
 const LOAD_OPTIONS = ['threads', 'build', 'proxy', 'wasmPaths'];
 const AUTO_MAX_THREADS = 4;
 
 export function checkLoadOptions(options) {
   const o = checkOptionsObject(options, 'loadMHA options', LOAD_OPTIONS);
   if (o.build !== undefined && !BUILDS.includes(o.build)) {
-    throw new MHAError(`build: expected 'simd-threaded' or 'simd', received ${describe(o.build)}`);
+    throw new MHAError(`build: expected one of ${BUILDS.map((b) => `'${b}'`).join(', ')}, ` +
+                       `received ${describe(o.build)}`);
   }
   if (o.proxy !== undefined && o.proxy !== 'auto' && typeof o.proxy !== 'boolean') {
     throw new MHAError(`proxy: expected 'auto', true or false, received ${describe(o.proxy)}`);
@@ -28,14 +29,36 @@ export function checkLoadOptions(options) {
   return o;
 }
 
-// { build, threadsOffReason }: the threaded build where shared memory is
-// usable, else the other and why.
+// A module whose one function is f32x4.relaxed_madd of three zero vectors:
+// it validates where the engine runs relaxed SIMD (Chrome >= 114, Node >= 22,
+// Node 20 with --experimental-wasm-relaxed-simd).
+const ZERO_V128 = [0xfd, 0x0c, ...new Array(16).fill(0)];
+const RELAXED_SIMD_PROBE = new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0,
+  1, 5, 1, 0x60, 0, 1, 0x7b,                                 // type: () -> v128
+  3, 2, 1, 0,                                                 // one function
+  10, 61, 1, 59, 0, ...ZERO_V128, ...ZERO_V128, ...ZERO_V128,
+  0xfd, 0x85, 0x02, 0x0b]);                                   // relaxed_madd; end
+
+export function relaxedSimdSupported() {
+  return WebAssembly.validate(RELAXED_SIMD_PROBE);
+}
+
+// { build, threadsOffReason }: a threaded build where shared memory is usable
+// (the relaxed-SIMD one where the engine has relaxed SIMD), else the
+// single-thread build and why.
 function chooseBuild(requested, envReason) {
   if (requested === 'simd') return { build: 'simd', threadsOffReason: "build 'simd' was asked for" };
-  if (envReason === null) return { build: 'simd-threaded', threadsOffReason: null };
-  if (requested === 'simd-threaded') {
+  if (envReason === null) {
+    if (requested === 'relaxed-simd-threaded' && !relaxedSimdSupported()) {
+      throw new MHAError("build: expected an engine with relaxed SIMD for 'relaxed-simd-threaded' " +
+                         '(Chrome >= 114, Node >= 22), received one without it');
+    }
+    const relaxed = requested === undefined ? relaxedSimdSupported() : requested !== 'simd-threaded';
+    return { build: relaxed ? 'relaxed-simd-threaded' : 'simd-threaded', threadsOffReason: null };
+  }
+  if (requested !== undefined) {
     throw new MHAError("build: expected an environment with SharedArrayBuffer for " +
-                       `'simd-threaded' (Node, or a cross-origin-isolated page), received one ` +
+                       `'${requested}' (Node, or a cross-origin-isolated page), received one ` +
                        `without it: ${envReason}`);
   }
   return { build: 'simd', threadsOffReason: envReason };

@@ -1,2 +1,8 @@
-// Both WebAssembly builds; every JS test that computes runs on each.
-export const BUILDS = ['simd-threaded', 'simd'];
+// The WebAssembly builds this Node can run; every JS test that computes runs
+// on each. The relaxed-SIMD build needs relaxed SIMD in the engine (Node >= 22,
+// or Node 20 with --experimental-wasm-relaxed-simd: scripts/test.sh runs the
+// computing suites a second time so).
+import { relaxedSimdSupported } from '../../../web/src/load.js';
+
+export const BUILDS = ['simd-threaded', 'simd',
+  ...(relaxedSimdSupported() ? ['relaxed-simd-threaded'] : [])];

@@ -5,7 +5,7 @@ import type { ForwardResult, MHALibrary, Mask, Tensor } from 'mha-wasm';
 
 export async function usage(): Promise<number> {
   const lib: MHALibrary = await loadMHA({ threads: 'auto', proxy: 'auto', wasmPaths: '/mha/' });
-  const build: 'simd-threaded' | 'simd' = lib.info.build;
+  const build: 'relaxed-simd-threaded' | 'simd-threaded' | 'simd' = lib.info.build;
   const reason: string | null = lib.info.threadsOffReason;
   const proxied: boolean = lib.info.proxy;
   const mha = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, batchFirst: true });
