@@ -56,7 +56,8 @@ window.proxyTest = {
   // pending (stopName: a method of proxyTest); then a new module in the (new) worker.
   async stoppedMidCall(stopName) {
     const mha = await loadedModule();
-    const long = randomInput(3000);
+    // Long enough (about a second) to be still running when the worker is stopped 30 ms in.
+    const long = randomInput(20000);
     const pending = mha.forward(long, long, long, { needWeights: false });
     await new Promise((resolve) => setTimeout(resolve, 30));
     window.proxyTest[stopName]();
