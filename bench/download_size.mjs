@@ -17,16 +17,20 @@ const appBundle = (await esbuild.build({
 })).outputFiles[0].contents;
 
 const file = (path) => readFileSync(`${ROOT}${path}`);
+// Ours: the app's share, the proxy's worker, then the build's own files.
+const ours = (build, threaded) => [`mha-wasm ${build} (proxy)`, [
+  ['app bundle: web/src (minified)', appBundle],
+  ...['mha-proxy-worker.mjs', `mha-${build}.mjs`, ...(threaded ? [`mha-${build}.worker.js`] : []),
+    `mha-${build}.wasm`].map((name) => [`dist/${name}`, file(`dist/${name}`)])]];
+const ort = (title, names) => [title, names.map((name) => [name, file(ORT + name)])];
 const PAGES = [
-  ['mha-wasm simd-threaded (proxy)', [['app bundle: web/src (minified)', appBundle],
-    ...['dist/mha-proxy-worker.mjs', 'dist/mha-simd-threaded.mjs', 'dist/mha-simd-threaded.worker.js',
-      'dist/mha-simd-threaded.wasm'].map((p) => [p, file(p)])]],
-  ['mha-wasm simd (proxy)', [['app bundle: web/src (minified)', appBundle],
-    ...['dist/mha-proxy-worker.mjs', 'dist/mha-simd.mjs', 'dist/mha-simd.wasm'].map((p) => [p, file(p)])]],
-  ["onnxruntime-web/wasm (ort.wasm.min.mjs + glue)", ['ort.wasm.min.mjs', 'ort-wasm-simd-threaded.mjs',
-    'ort-wasm-simd-threaded.wasm'].map((p) => [p, file(ORT + p)])],
-  ["onnxruntime-web/wasm (bundled: ort.wasm.bundle.min.mjs)", ['ort.wasm.bundle.min.mjs',
-    'ort-wasm-simd-threaded.wasm'].map((p) => [p, file(ORT + p)])],
+  ours('relaxed-simd-threaded', true),
+  ours('simd-threaded', true),
+  ours('simd', false),
+  ort('onnxruntime-web/wasm (ort.wasm.min.mjs + glue)',
+    ['ort.wasm.min.mjs', 'ort-wasm-simd-threaded.mjs', 'ort-wasm-simd-threaded.wasm']),
+  ort('onnxruntime-web/wasm (bundled: ort.wasm.bundle.min.mjs)',
+    ['ort.wasm.bundle.min.mjs', 'ort-wasm-simd-threaded.wasm']),
 ];
 
 const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
