@@ -101,6 +101,19 @@ test('1,000 calls: the worker\'s WASM heap and the page\'s JS heap stay flat', a
     `the page's JS heap grew by ${pageAfter - pageBefore} bytes over 1,000 calls`);
 });
 
+test('modules dropped without dispose() are freed in the worker once collected', async () => {
+  const cdp = await page.context().newCDPSession(page);
+  const before = await page.evaluate(() => window.proxyTest.inUseBytes());
+  const holding = await page.evaluate(() => window.proxyTest.forgetModules(20));
+  assert.ok(holding > before, 'the modules hold memory in the worker');
+  let now = holding;
+  for (let attempt = 0; attempt < 50 && now > before; attempt++) {
+    await cdp.send('HeapProfiler.collectGarbage');
+    now = await page.evaluate(() => window.proxyTest.inUseBytes());
+  }
+  assert.equal(now, before);
+});
+
 for (const [stop, how] of [['terminateByApi', 'lib.terminate()'], ['terminateFromOutside', 'Worker.terminate() from outside']]) {
   test(`a worker ended mid-call by ${how} rejects its calls; the next call starts afresh`, async () => {
     const outcome = await page.evaluate((name) => window.proxyTest.stoppedMidCall(name), stop);

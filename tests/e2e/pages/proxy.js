@@ -99,6 +99,18 @@ window.proxyTest = {
     return { results: (await Promise.all(pending)).map(plain), later };
   },
 
+  // Makes `count` modules (loaded, so they hold memory in the worker) and drops them undisposed;
+  // resolves to the worker's bytes in use with them.
+  async forgetModules(count) {
+    for (let i = 0; i < count; i++) await loadedModule();
+    return (await lib.heapInfo()).inUseBytes;
+  },
+
+  async inUseBytes() {
+    await new Promise((resolve) => setTimeout(resolve, 50));   // finalizers run as tasks
+    return (await lib.heapInfo()).inUseBytes;
+  },
+
   // `calls` forwards, a module made and disposed every 10th; the worker's heap after.
   async manyCalls(calls) {
     for (let i = 0; i < calls; i++) {
