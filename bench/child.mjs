@@ -48,7 +48,7 @@ async function main([engineName, threadsArg, workloadId]) {
     await run();
     result = { medianMs: performance.now() - start, reps: 1 };
   } else {
-    beforeRun?.();
+    await beforeRun?.();
     const output = await run();
     if (prepared.notCompared) result = { notCompared: prepared.notCompared };
     else writeOutput(engineName, threads, w, output);

@@ -81,10 +81,11 @@ async function prepareDecode(lib, mha, w, inputs) {
   const options = { cache, isCausal: w.causal, needWeights: false };
   const [key, value] = w.cross ? [null, null] : [step, step];
   const run = async () => (await mha.forward(step, key, value, options)).output.data;
-  // A self-attention step appended its key: roll back (untimed) before the next.
+  // A self-attention step appended its key: roll back (untimed, awaited: truncate
+  // resolves once the cache is shorter) before the next.
   const beforeRun = w.cross ? undefined : () => cache.truncate(w.past);
   const stepOnce = async () => {
-    beforeRun?.();
+    await beforeRun?.();
     await run();
   };
   return {

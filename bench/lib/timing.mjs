@@ -2,8 +2,8 @@
 // warm up with up to warmupReps runs while they take under warmupMs in all
 // (at least one: onnxruntime-web needs about five to settle), then repeat for
 // about budgetMs within [minReps, maxReps]; report the median. `before`, when
-// given, runs ahead of every run outside the timed span (a decoding step's
-// cache rollback).
+// given, runs (and is awaited) ahead of every run outside the timed span (a
+// decoding step's cache rollback).
 import { config } from './workloads.mjs';
 
 function median(values) {
@@ -13,7 +13,7 @@ function median(values) {
 }
 
 async function timeOnce(run, before) {
-  before?.();
+  await before?.();
   const start = performance.now();
   await run();
   return performance.now() - start;
