@@ -146,13 +146,13 @@ class MultiheadAttentionBinding {
     for (int i = 0; i < length; ++i) {
       tensors[entries[i]["name"].as<std::string>()] = TensorFrom(entries[i]);
     }
-    return result.Record(module_->LoadStateDict(tensors, prefix));
+    return result.Record(module_->LoadStateDict(tensors, {prefix}));
   }
 
   int loadSafetensors(uintptr_t bytes, size_t size, const std::string& prefix,
                       CallResult& result) {
     return result.Record(
-        module_->LoadSafetensors(reinterpret_cast<const uint8_t*>(bytes), size, prefix));
+        module_->LoadSafetensors(reinterpret_cast<const uint8_t*>(bytes), size, {prefix}));
   }
 
   // options: {key_padding_mask, attn_mask, need_weights, average_attn_weights, is_causal}

@@ -7,7 +7,6 @@
 #include <set>
 
 #include "src/multihead_attention_impl.h"
-#include "src/safetensors.h"
 
 namespace mha {
 
@@ -183,48 +182,6 @@ Status MultiheadAttention::LoadParameter(const std::string& name, const float* d
     p->Invalidate();
   }
   return Status::Ok();
-}
-
-Status MultiheadAttention::LoadStateDict(const std::map<std::string, TensorView>& tensors,
-                                         const std::string& prefix) {
-  // Everything is checked before anything loads: a bad dict changes nothing.
-  std::map<std::string, const TensorView*> params;
-  for (const auto& [full_name, tensor] : tensors) {
-    if (full_name.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string name = full_name.substr(prefix.size());
-    const Status status = CheckParameter(name, tensor.data, tensor.shape);
-    if (!status.ok()) return Status(status.code(), prefix + status.message());
-    params[name] = &tensor;
-  }
-  std::set<std::string> seen;
-  for (const auto& entry : params) seen.insert(entry.first);
-  std::vector<std::string> missing = MissingParameters(seen);
-  for (std::string& name : missing) name = prefix + name;
-  if (!missing.empty()) {
-    return Status::InvalidArgument("state_dict: missing parameters: " + JoinNames(missing));
-  }
-  for (const auto& [name, tensor] : params) {
-    MHA_RETURN_IF_ERROR(LoadParameter(name, tensor->data, tensor->shape));
-  }
-  return Status::Ok();
-}
-
-Status MultiheadAttention::LoadSafetensors(const uint8_t* bytes, size_t size,
-                                           const std::string& prefix) {
-  SafetensorsFile file;
-  MHA_RETURN_IF_ERROR(ParseSafetensors(bytes, size, &file));
-  std::map<std::string, std::vector<float>> floats;
-  std::map<std::string, TensorView> views;
-  try {
-    for (const auto& [name, entry] : file.tensors) {
-      if (name.compare(0, prefix.size(), prefix) != 0) continue;
-      MHA_RETURN_IF_ERROR(ToFloat32(name, entry, &floats[name]));
-      views[name] = TensorView{floats[name].data(), entry.shape};
-    }
-  } catch (const std::exception&) {
-    return Status::OutOfMemory("safetensors: not enough memory to convert the tensors");
-  }
-  return LoadStateDict(views, prefix);
 }
 
 }  // namespace mha

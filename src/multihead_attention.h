@@ -41,9 +41,11 @@
 #include <string>
 #include <vector>
 
+#include "src/safetensors.h"
 #include "src/status.h"
 #include "src/tensor.h"
 #include "src/thread_pool.h"
+#include "src/weight_layouts.h"
 
 namespace mha {
 
@@ -106,15 +108,31 @@ class MultiheadAttention {
   // Whether LoadParameter would accept this name, shape and data.
   Status CheckParameter(const std::string& name, const float* data, const Shape& shape) const;
 
-  // Loads every parameter from `tensors`, all or nothing: an unknown name, a
-  // wrong shape or a missing parameter is an error and loads nothing. Only
-  // names that start with `prefix` (e.g. "layers.0.attn.") are considered.
+  // Loads every parameter from the tensors of one attention module, all or
+  // nothing: an error loads nothing. The module is found under
+  // options.prefix in any layout of weight_layouts.h (detected, or forced
+  // with options.layout / options.names); tensors it does not use are
+  // ignored. In the torch layout, nn.MultiheadAttention names that this
+  // configuration does not have, wrong shapes and missing parameters are
+  // errors. In the others, projection biases absent from the checkpoint are
+  // zero, and a bias present with bias = false is an error. Errors name the
+  // checkpoint's tensor, the expected and the received shape.
   Status LoadStateDict(const std::map<std::string, TensorView>& tensors,
-                       const std::string& prefix = "");
+                       const WeightOptions& options = WeightOptions());
 
-  // Loads from the bytes of a .safetensors file (F32, F16 or BF16 tensors),
-  // all or nothing as LoadStateDict.
-  Status LoadSafetensors(const uint8_t* bytes, size_t size, const std::string& prefix = "");
+  // The same from parsed .safetensors shards (ParseSafetensorsShards): only
+  // the tensors used are read, converted once from F32, F16 or BF16; tensors
+  // of other dtypes elsewhere never stop a load.
+  Status LoadSafetensors(const SafetensorsFile& file, const WeightOptions& options = WeightOptions());
+
+  // The same from the bytes of one .safetensors file.
+  Status LoadSafetensors(const uint8_t* bytes, size_t size,
+                         const WeightOptions& options = WeightOptions());
+
+  // The names of the tensors a load with `options` would read, after every
+  // check it makes on names and shapes (so a caller can fetch only those).
+  Status WeightSources(const ShapeMap& tensors, const WeightOptions& options,
+                       std::vector<std::string>* names) const;
 
   // `pool` may be null (runs on the calling thread).
   Status Forward(const TensorView& query, const TensorView& key, const TensorView& value,
@@ -126,6 +144,10 @@ class MultiheadAttention {
  private:
   explicit MultiheadAttention(const MultiheadAttentionConfig& config);
   struct Impl;
+  struct Recipes;
+  Status Plan(const ShapeMap& tensors, const WeightOptions& options, Recipes* out) const;
+  Status LoadPlanned(const Recipes& recipes, const ShapeMap& shapes,
+                     const std::map<std::string, const float*>& sources);
   MultiheadAttentionConfig config_;
   std::unique_ptr<Impl> impl_;
 };

@@ -18,34 +18,38 @@ constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 
 Status Invalid(const std::string& what) { return Status::InvalidArgument("safetensors: " + what); }
 
-Status ParseDType(const std::string& name, const std::string& dtype, DType* out) {
-  static const std::pair<const char*, DType> kDTypes[] = {{"F32", DType::kF32},
-                                                          {"F16", DType::kF16},
-                                                          {"BF16", DType::kBF16},
-                                                          {"BOOL", DType::kBool},
-                                                          {"U8", DType::kU8}};
-  for (const auto& entry : kDTypes) {
-    if (dtype == entry.first) {
-      *out = entry.second;
-      return Status::Ok();
-    }
+struct DTypeInfo {
+  const char* name;
+  DType dtype;
+  size_t size;
+};
+
+constexpr DTypeInfo kDTypes[] = {
+    {"F32", DType::kF32, 4},         {"F16", DType::kF16, 2},   {"BF16", DType::kBF16, 2},
+    {"BOOL", DType::kBool, 1},       {"U8", DType::kU8, 1},     {"I8", DType::kI8, 1},
+    {"F8_E5M2", DType::kF8E5M2, 1},  {"F8_E4M3", DType::kF8E4M3, 1},
+    {"I16", DType::kI16, 2},         {"U16", DType::kU16, 2},   {"I32", DType::kI32, 4},
+    {"U32", DType::kU32, 4},         {"F64", DType::kF64, 8},   {"I64", DType::kI64, 8},
+    {"U64", DType::kU64, 8}};
+
+const DTypeInfo& Info(DType dtype) {
+  for (const DTypeInfo& info : kDTypes) {
+    if (info.dtype == dtype) return info;
   }
-  return Invalid("tensor \"" + name + "\" has dtype " + dtype +
-                 "; supported dtypes are F32, F16, BF16, BOOL and U8");
+  return kDTypes[0];  // unreachable: the table lists every enumerator
 }
 
-size_t ElementSize(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return 4;
-    case DType::kF16:
-    case DType::kBF16:
-      return 2;
-    case DType::kBool:
-    case DType::kU8:
-      return 1;
+Status ParseDType(const std::string& name, const std::string& dtype, DType* out) {
+  std::vector<std::string> names;
+  for (const DTypeInfo& info : kDTypes) {
+    if (dtype == info.name) {
+      *out = info.dtype;
+      return Status::Ok();
+    }
+    names.push_back(info.name);
   }
-  return 0;
+  return Invalid("tensor \"" + name + "\" has unknown dtype " + dtype + "; the format's dtypes are " +
+                 JoinNames(names));
 }
 
 // A non-negative integer that fits in int64.
@@ -93,8 +97,10 @@ struct Range {
   const std::string* name;
 };
 
+// `data` holds the first `available` of the data section's `data_size` bytes.
 Status ParseTensor(const std::string& name, const json::Value& v, const uint8_t* data,
-                   uint64_t data_size, SafetensorsEntry* entry, Range* range) {
+                   uint64_t available, uint64_t data_size, SafetensorsEntry* entry,
+                   Range* range) {
   if (v.type != json::Type::kObject) {
     return Invalid("tensor \"" + name + "\" must be an object, got " + json::TypeName(v.type));
   }
@@ -127,14 +133,15 @@ Status ParseTensor(const std::string& name, const json::Value& v, const uint8_t*
                    std::to_string(data_size) + " bytes");
   }
   uint64_t expected;
-  MHA_RETURN_IF_ERROR(ByteSize(name, entry->shape, ElementSize(entry->dtype), &expected));
+  MHA_RETURN_IF_ERROR(ByteSize(name, entry->shape, DTypeSize(entry->dtype), &expected));
   if (end - begin != expected) {
     return Invalid("tensor \"" + name + "\": shape " + ShapeString(entry->shape) + " of " +
                    dtype->string + " needs " + std::to_string(expected) +
                    " bytes, data_offsets give " + std::to_string(end - begin));
   }
-  entry->data = data + begin;
+  entry->data = end <= available ? data + begin : nullptr;
   entry->size = static_cast<size_t>(expected);
+  entry->offset = begin;  // from the data section; Parse adds the header
   *range = Range{begin, end, &name};
   return Status::Ok();
 }
@@ -167,17 +174,25 @@ Status CheckNoOverlap(std::vector<Range> ranges) {
   return Status::Ok();
 }
 
-Status Parse(const uint8_t* bytes, size_t size, SafetensorsFile* out) {
+Status Parse(const uint8_t* bytes, size_t size, uint64_t file_size, SafetensorsFile* out) {
+  if (size > file_size) {
+    return Invalid(std::to_string(size) + " bytes given of a file of " +
+                   std::to_string(file_size));
+  }
   if (size < 8) {
-    return Invalid("file is " + std::to_string(size) +
+    return Invalid((size == file_size ? "file is " : "the first ") + std::to_string(size) +
                    " bytes, too short for the 8-byte header length");
   }
   uint64_t header_size = 0;
   for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | bytes[i];
-  if (header_size > size - 8 || header_size > kMaxHeaderBytes) {
+  if (header_size > file_size - 8 || header_size > kMaxHeaderBytes) {
     return Invalid("header length " + std::to_string(header_size) + " exceeds the " +
-                   std::to_string(size - 8) + " bytes after the length field" +
+                   std::to_string(file_size - 8) + " bytes after the length field" +
                    (header_size > kMaxHeaderBytes ? " (or the 100 MB limit)" : ""));
+  }
+  if (header_size > size - 8) {
+    return Invalid("header length " + std::to_string(header_size) + " exceeds the " +
+                   std::to_string(size - 8) + " bytes given after the length field");
   }
   json::Value header;
   MHA_RETURN_IF_ERROR(json::Parse(reinterpret_cast<const char*>(bytes + 8),
@@ -186,7 +201,8 @@ Status Parse(const uint8_t* bytes, size_t size, SafetensorsFile* out) {
     return Invalid("header must be a JSON object, got " + std::string(json::TypeName(header.type)));
   }
   const uint8_t* data = bytes + 8 + header_size;
-  const uint64_t data_size = size - 8 - header_size;
+  const uint64_t available = size - 8 - header_size;
+  const uint64_t data_size = file_size - 8 - header_size;
   SafetensorsFile file;
   std::vector<Range> ranges;
   for (const auto& member : header.object) {
@@ -196,7 +212,9 @@ Status Parse(const uint8_t* bytes, size_t size, SafetensorsFile* out) {
     }
     SafetensorsEntry entry{};
     Range range{};
-    MHA_RETURN_IF_ERROR(ParseTensor(member.first, member.second, data, data_size, &entry, &range));
+    MHA_RETURN_IF_ERROR(
+        ParseTensor(member.first, member.second, data, available, data_size, &entry, &range));
+    entry.offset += 8 + header_size;
     ranges.push_back(range);
     file.tensors.emplace(member.first, std::move(entry));
   }
@@ -232,20 +250,60 @@ float HalfToFloat(uint16_t h) {
 
 }  // namespace
 
+size_t DTypeSize(DType dtype) { return Info(dtype).size; }
+
+const char* DTypeName(DType dtype) { return Info(dtype).name; }
+
 Status ParseSafetensors(const uint8_t* bytes, size_t size, SafetensorsFile* out) {
+  return ParseSafetensorsHeader(bytes, size, size, out);
+}
+
+Status ParseSafetensorsHeader(const uint8_t* bytes, size_t size, uint64_t file_size,
+                              SafetensorsFile* out) {
   if (bytes == nullptr && size != 0) return Invalid("null buffer of non-zero size");
   try {
-    return Parse(bytes, size, out);
+    return Parse(bytes, size, file_size, out);
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("safetensors: out of memory while parsing the header");
   }
 }
 
+Status ParseSafetensorsShards(const std::vector<SafetensorsShard>& shards, SafetensorsFile* out) {
+  if (shards.empty()) return Invalid("no file given (expected one or more shards)");
+  try {
+    SafetensorsFile merged;
+    for (size_t i = 0; i < shards.size(); ++i) {
+      SafetensorsFile file;
+      const Status status =
+          ParseSafetensorsHeader(shards[i].bytes, shards[i].size, shards[i].file_size, &file);
+      if (!status.ok()) {
+        if (shards.size() == 1) return status;
+        return Status(status.code(), "shard " + std::to_string(i) + ": " + status.message());
+      }
+      for (auto& [name, entry] : file.tensors) {
+        entry.shard = i;
+        const auto inserted = merged.tensors.emplace(name, entry);
+        if (!inserted.second) {
+          return Invalid("tensor \"" + name + "\" is in shard " +
+                         std::to_string(inserted.first->second.shard) + " and in shard " +
+                         std::to_string(i));
+        }
+      }
+      merged.metadata.insert(file.metadata.begin(), file.metadata.end());
+    }
+    *out = std::move(merged);
+    return Status::Ok();
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("safetensors: out of memory while parsing the headers");
+  }
+}
+
 Status ToFloat32(const std::string& name, const SafetensorsEntry& entry, std::vector<float>* out) {
   if (entry.dtype != DType::kF32 && entry.dtype != DType::kF16 && entry.dtype != DType::kBF16) {
-    return Invalid("tensor \"" + name + "\" is not a float tensor (F32, F16 or BF16)");
+    return Invalid("tensor \"" + name + "\" has dtype " + DTypeName(entry.dtype) +
+                   "; parameters load from F32, F16 or BF16 tensors");
   }
-  const size_t element_size = ElementSize(entry.dtype);
+  const size_t element_size = DTypeSize(entry.dtype);
   uint64_t expected = 0;
   MHA_RETURN_IF_ERROR(ByteSize(name, entry.shape, element_size, &expected));
   if (expected != entry.size || (entry.size != 0 && entry.data == nullptr)) {

@@ -1,6 +1,11 @@
-// The safetensors fuzz case: the reader, the float conversion and the module
-// loader must turn any bytes into either a consistent result or an error.
+// The safetensors fuzz case: the reader, the float conversion, the listing
+// of attention modules and the module loader (every layout, `names`,
+// shards) must turn any bytes into either a consistent result or an error.
+#include <algorithm>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "src/multihead_attention.h"
 #include "src/safetensors.h"
@@ -8,10 +13,6 @@
 
 namespace mha_fuzz {
 namespace {
-
-size_t ElementSize(mha::DType dtype) {
-  return dtype == mha::DType::kF32 ? 4 : dtype == mha::DType::kF16 || dtype == mha::DType::kBF16 ? 2 : 1;
-}
 
 bool IsFloat(mha::DType dtype) {
   return dtype == mha::DType::kF32 || dtype == mha::DType::kF16 || dtype == mha::DType::kBF16;
@@ -23,7 +24,7 @@ std::string CheckParsed(const uint8_t* data, size_t size, const mha::Safetensors
     if (entry.data < data || entry.size > size || entry.data + entry.size > data + size) {
       return name + ": data range outside the input";
     }
-    if (elements < 0 || static_cast<size_t>(elements) * ElementSize(entry.dtype) != entry.size) {
+    if (elements < 0 || static_cast<size_t>(elements) * mha::DTypeSize(entry.dtype) != entry.size) {
       return name + ": " + std::to_string(entry.size) + " bytes for shape " + mha::ShapeString(entry.shape);
     }
     std::vector<float> floats;
@@ -37,23 +38,84 @@ std::string CheckParsed(const uint8_t* data, size_t size, const mha::Safetensors
   return "";
 }
 
-// Loads into a module shaped like fixtures the seeds come from; when the
-// parameters load, a small forward must run.
-std::string LoadInto(const uint8_t* data, size_t size, int64_t embed_dim, int64_t num_heads,
-                     const std::string& prefix) {
+// Loads into a module of `config`; when the parameters load, a small
+// forward must run.
+std::string LoadInto(const mha::SafetensorsFile& file, mha::MultiheadAttentionConfig config,
+                     const mha::WeightOptions& options) {
+  config.batch_first = true;
+  std::unique_ptr<mha::MultiheadAttention> module;
+  if (!mha::MultiheadAttention::Create(config, &module).ok()) return "";
+  const mha::Status loaded = module->LoadSafetensors(file, options);
+  if (!loaded.ok()) return loaded.message().empty() ? "LoadSafetensors: error without a message" : "";
+  const int64_t kdim = module->config().kdim, vdim = module->config().vdim;
+  const std::vector<float> q(2 * config.embed_dim, 0.5f), k(3 * kdim, 0.25f), v(3 * vdim, -0.5f);
+  mha::ForwardResult result;
+  const mha::Status ran = module->Forward({q.data(), {1, 2, config.embed_dim}},
+                                          {k.data(), {1, 3, kdim}}, {v.data(), {1, 3, vdim}},
+                                          mha::ForwardOptions(), &result);
+  if (!ran.ok()) return "Forward after LoadSafetensors: " + ran.message();
+  if (result.output.data.size() != q.size()) return "Forward after LoadSafetensors: wrong output size";
+  return "";
+}
+
+mha::MultiheadAttentionConfig Config(int64_t embed_dim, int64_t num_heads) {
   mha::MultiheadAttentionConfig config;
   config.embed_dim = embed_dim;
   config.num_heads = num_heads;
-  std::unique_ptr<mha::MultiheadAttention> module;
-  if (!mha::MultiheadAttention::Create(config, &module).ok()) return "Create failed";
-  const mha::Status loaded = module->LoadSafetensors(data, size, prefix);
-  if (!loaded.ok()) return loaded.message().empty() ? "LoadSafetensors: error without a message" : "";
-  const std::vector<float> x(3 * embed_dim, 0.5f);
-  const mha::TensorView query{x.data(), {3, embed_dim}};
-  mha::ForwardResult result;
-  const mha::Status ran = module->Forward(query, query, query, mha::ForwardOptions(), &result);
-  if (!ran.ok()) return "Forward after LoadSafetensors: " + ran.message();
-  if (result.output.data.size() != x.size()) return "Forward after LoadSafetensors: wrong output size";
+  return config;
+}
+
+// Listed modules have positive dims, and load into a one-head module of
+// those dims or fail with a message.
+std::string CheckListing(const mha::SafetensorsFile& file) {
+  mha::ShapeMap shapes;
+  for (const auto& [name, entry] : file.tensors) shapes[name] = entry.shape;
+  const std::vector<mha::AttentionModuleInfo> modules = mha::ListAttentionModules(shapes);
+  for (size_t i = 0; i < modules.size() && i < 4; ++i) {
+    const mha::AttentionModuleInfo& m = modules[i];
+    if (m.embed_dim <= 0 || m.kdim <= 0 || m.vdim <= 0 || m.q_size <= 0 || m.k_size <= 0 ||
+        m.v_size <= 0) {
+      return "ListAttentionModules: non-positive dims at '" + m.module.prefix + "'";
+    }
+    constexpr int64_t kMaxDim = 256;  // keeps each run fast
+    if (m.q_size != m.k_size || std::max({m.embed_dim, m.kdim, m.vdim, m.q_size, m.v_size}) > kMaxDim) {
+      continue;
+    }
+    mha::MultiheadAttentionConfig config = Config(m.embed_dim, 1);
+    config.kdim = m.kdim;
+    config.vdim = m.vdim;
+    config.qk_head_dim = m.q_size;
+    config.v_head_dim = m.v_size;
+    config.bias = m.bias;
+    config.add_bias_kv = m.bias_kv;
+    const std::string problem = LoadInto(file, config, {m.module.prefix, m.module.layout});
+    if (!problem.empty()) return problem;
+  }
+  return "";
+}
+
+// A header-only parse sees the same tensors; two copies of one file as
+// shards name a duplicate.
+std::string CheckHeaderAndShards(const uint8_t* data, size_t size,
+                                 const mha::SafetensorsFile& file) {
+  uint64_t header = 0;
+  for (int i = 7; i >= 0; --i) header = (header << 8) | data[i];
+  mha::SafetensorsFile head;
+  const mha::Status parsed = mha::ParseSafetensorsHeader(data, 8 + header, size, &head);
+  if (!parsed.ok()) return "ParseSafetensorsHeader failed where ParseSafetensors did not: " + parsed.message();
+  for (const auto& [name, entry] : file.tensors) {
+    auto it = head.tensors.find(name);
+    if (it == head.tensors.end() || it->second.shape != entry.shape ||
+        it->second.offset != entry.offset || (it->second.data != nullptr && entry.size != 0)) {
+      return name + ": differs in the header-only parse";
+    }
+  }
+  if (file.tensors.empty()) return "";
+  mha::SafetensorsFile merged;
+  const mha::Status twice = mha::ParseSafetensorsShards({{data, size, size}, {data, size, size}}, &merged);
+  if (twice.ok() || twice.message().find("in shard 0 and in shard 1") == std::string::npos) {
+    return "the same tensors in two shards were not reported: " + twice.message();
+  }
   return "";
 }
 
@@ -63,13 +125,23 @@ std::string RunSafetensorsCase(const uint8_t* data, size_t size) {
   mha::SafetensorsFile file;
   const mha::Status parsed = mha::ParseSafetensors(data, size, &file);
   if (!parsed.ok() && parsed.message().empty()) return "ParseSafetensors: error without a message";
-  if (parsed.ok()) {
-    const std::string problem = CheckParsed(data, size, file);
+  if (!parsed.ok()) return "";
+  for (const std::string& problem : {CheckParsed(data, size, file),
+                                     CheckHeaderAndShards(data, size, file), CheckListing(file)}) {
     if (!problem.empty()) return problem;
   }
+  // The fixtures' modules, in every layout, and with names.
+  const std::map<std::string, std::string> names = {{"q", "q"}, {"k", "k"}, {"v", "v"},
+                                                    {"out", "out_proj"}};
   for (const auto& [embed_dim, num_heads] : {std::pair<int64_t, int64_t>{4, 4}, {16, 2}}) {
     for (const char* prefix : {"param.", ""}) {
-      const std::string problem = LoadInto(data, size, embed_dim, num_heads, prefix);
+      for (mha::WeightLayout layout : {mha::WeightLayout::kAuto, mha::WeightLayout::kTorch,
+                                       mha::WeightLayout::kQkvLinear, mha::WeightLayout::kGpt2}) {
+        const std::string problem = LoadInto(file, Config(embed_dim, num_heads), {prefix, layout});
+        if (!problem.empty()) return problem;
+      }
+      const std::string problem =
+          LoadInto(file, Config(embed_dim, num_heads), {prefix, mha::WeightLayout::kAuto, names});
       if (!problem.empty()) return problem;
     }
   }

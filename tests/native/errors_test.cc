@@ -131,10 +131,10 @@ TEST_F(ErrorsTest, MissingParameterInStateDictLoadsNothing) {
   const std::vector<float> other_w = RandomVector(3 * kE * kE, 99), other_out = RandomVector(kE * kE, 98);
   std::map<std::string, TensorView> dict = {{"m.in_proj_weight", {other_w.data(), {3 * kE, kE}}},
                                             {"m.out_proj.weight", {other_out.data(), {kE, kE}}}};
-  ExpectError(module_->LoadStateDict(dict, "m."), {"missing", "m.in_proj_bias", "m.out_proj.bias"});
+  ExpectError(module_->LoadStateDict(dict, {"m."}), {"missing", "m.in_proj_bias", "m.out_proj.bias"});
   dict["m.in_proj_bias"] = {in_b_.data(), {3 * kE}};
   dict["m.out_proj.bias"] = {out_b_.data(), {kE + 1}};
-  ExpectError(module_->LoadStateDict(dict, "m."), {"m.out_proj.bias", "(8,)", "(9,)"});
+  ExpectError(module_->LoadStateDict(dict, {"m."}), {"m.out_proj.bias", "(8,)", "(9,)"});
 }
 
 TEST_F(ErrorsTest, ForwardBeforeParametersLoaded) {

@@ -18,14 +18,6 @@ constexpr double kAbsTolerance = 1e-4;
 constexpr double kRelTolerance = 1e-3;
 constexpr char kParamPrefix[] = "param.";
 
-mha::Status ReadFile(const std::string& path, std::vector<uint8_t>* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return mha::Status::InvalidArgument("cannot open " + path);
-  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (in.bad()) return mha::Status::InvalidArgument("cannot read " + path);
-  return mha::Status::Ok();
-}
-
 // Reads config fields, remembering the first problem.
 class ConfigReader {
  public:
@@ -127,6 +119,14 @@ std::string IndexString(size_t i, const mha::Shape& shape) {
 }
 
 }  // namespace
+
+mha::Status ReadFile(const std::string& path, std::vector<uint8_t>* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return mha::Status::InvalidArgument("cannot open " + path);
+  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (in.bad()) return mha::Status::InvalidArgument("cannot read " + path);
+  return mha::Status::Ok();
+}
 
 mha::Status Fixture::View(const std::string& tensor, mha::TensorView* out) {
   auto entry = file.tensors.find(tensor);

@@ -75,6 +75,9 @@ struct Fixture {
   std::map<std::string, std::vector<float>> floats_;  // conversion buffers by tensor name
 };
 
+// The bytes of a file.
+mha::Status ReadFile(const std::string& path, std::vector<uint8_t>* out);
+
 // Every *.safetensors file in MHA_FIXTURE_DIR, as full paths, sorted.
 std::vector<std::string> ListFixtures();
 

@@ -21,7 +21,7 @@ namespace {
 void RunMha(Fixture& f, mha::ThreadPool* pool) {
   std::unique_ptr<mha::MultiheadAttention> module;
   ASSERT_OK(mha::MultiheadAttention::Create(f.ModuleConfig(), &module));
-  ASSERT_OK(module->LoadSafetensors(f.bytes.data(), f.bytes.size(), "param."));
+  ASSERT_OK(module->LoadSafetensors(f.bytes.data(), f.bytes.size(), {"param."}));
   mha::TensorView q, k, v;
   ASSERT_OK(f.View("input.query", &q));
   ASSERT_OK(f.View("input.key", &k));

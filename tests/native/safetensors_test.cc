@@ -134,9 +134,84 @@ TEST(SafetensorsTest, RejectsHeaderThatIsNotAnObject) {
   ExpectError(MakeFile("[1, 2]"), {"header must be a JSON object", "array"});
 }
 
-TEST(SafetensorsTest, RejectsUnsupportedDtypeNamingTheTensor) {
-  ExpectError(MakeFile(OneTensor("I64", "[1]", "[0,8]"), std::vector<uint8_t>(8)),
-              {"\"t\"", "I64"});
+TEST(SafetensorsTest, RejectsUnknownDtypeNamingTheTensor) {
+  ExpectError(MakeFile(OneTensor("F4", "[1]", "[0,1]"), std::vector<uint8_t>(1)),
+              {"\"t\"", "unknown dtype F4", "I64"});
+}
+
+// A checkpoint's integer and bool buffers parse with their sizes checked;
+// only a float conversion refuses them, naming the dtype.
+TEST(SafetensorsTest, ParsesEveryDtypeOfTheFormat) {
+  const std::pair<const char*, size_t> kDTypes[] = {
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1},
+      {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},
+      {"U32", 4},  {"F32", 4}, {"F64", 8}, {"I64", 8},     {"U64", 8}};
+  for (const auto& [dtype, size] : kDTypes) {
+    SCOPED_TRACE(dtype);
+    const std::string offsets = "[0," + std::to_string(3 * size) + "]";
+    SafetensorsFile out;
+    const std::vector<uint8_t> file =
+        MakeFile(OneTensor(dtype, "[3]", offsets), std::vector<uint8_t>(3 * size));
+    ASSERT_TRUE(Parse(file, &out).ok());
+    const SafetensorsEntry& entry = out.tensors.at("t");
+    EXPECT_STREQ(DTypeName(entry.dtype), dtype);
+    EXPECT_EQ(DTypeSize(entry.dtype), size);
+    std::vector<float> floats;
+    const Status converted = ToFloat32("t", entry, &floats);
+    const std::string name = dtype;
+    EXPECT_EQ(converted.ok(), name == "F32" || name == "F16" || name == "BF16");
+    if (!converted.ok()) EXPECT_NE(converted.message().find(name), std::string::npos);
+    // The wrong size for this dtype is an error.
+    ExpectError(MakeFile(OneTensor(dtype, "[3]", "[0," + std::to_string(3 * size + 1) + "]"),
+                         std::vector<uint8_t>(3 * size + 1)),
+                {"\"t\"", "needs " + std::to_string(3 * size) + " bytes"});
+  }
+}
+
+TEST(SafetensorsTest, HeaderOnlyParseChecksOffsetsAgainstTheWholeFile) {
+  std::vector<uint8_t> data = Floats({1.0f, 2.0f});
+  const std::string header = R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                             R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})";
+  const std::vector<uint8_t> file = MakeFile(header, data);
+  SafetensorsFile out;
+  // The header and a's bytes given: a has data, b only its place.
+  const size_t given = 8 + header.size() + 4;
+  ASSERT_TRUE(ParseSafetensorsHeader(file.data(), given, file.size(), &out).ok());
+  EXPECT_EQ(out.tensors.at("a").data, file.data() + 8 + header.size());
+  EXPECT_EQ(out.tensors.at("b").data, nullptr);
+  EXPECT_EQ(out.tensors.at("b").offset, 8 + header.size() + 4);
+  std::vector<float> floats;
+  EXPECT_FALSE(ToFloat32("b", out.tensors.at("b"), &floats).ok());
+  // Offsets past the real file size fail even with only the header given.
+  Status status = ParseSafetensorsHeader(file.data(), 8 + header.size(), file.size() - 1, &out);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("\"b\""), std::string::npos) << status.message();
+  // A header longer than the bytes given.
+  status = ParseSafetensorsHeader(file.data(), 20, file.size(), &out);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("bytes given"), std::string::npos) << status.message();
+}
+
+TEST(SafetensorsTest, ShardsMergeAndNameDuplicates) {
+  const std::vector<uint8_t> one = MakeFile(OneTensor("F32", "[1]", "[0,4]"), Floats({1.0f}));
+  const std::vector<uint8_t> two = MakeFile(
+      R"({"u":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})", std::vector<uint8_t>(8));
+  SafetensorsFile out;
+  ASSERT_TRUE(ParseSafetensorsShards({{one.data(), one.size(), one.size()},
+                                      {two.data(), two.size(), two.size()}},
+                                     &out)
+                  .ok());
+  EXPECT_EQ(out.tensors.at("t").shard, 0u);
+  EXPECT_EQ(out.tensors.at("u").shard, 1u);
+  Status status = ParseSafetensorsShards(
+      {{one.data(), one.size(), one.size()}, {one.data(), one.size(), one.size()}}, &out);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("\"t\" is in shard 0 and in shard 1"), std::string::npos)
+      << status.message();
+  status = ParseSafetensorsShards({{one.data(), one.size(), one.size()}, {one.data(), 3, 3}}, &out);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("shard 1: "), std::string::npos) << status.message();
+  EXPECT_FALSE(ParseSafetensorsShards({}, &out).ok());
 }
 
 TEST(SafetensorsTest, RejectsOffsetsOutOfRange) {
