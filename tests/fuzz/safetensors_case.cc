@@ -130,20 +130,22 @@ std::string RunSafetensorsCase(const uint8_t* data, size_t size) {
                                      CheckHeaderAndShards(data, size, file), CheckListing(file)}) {
     if (!problem.empty()) return problem;
   }
-  // The fixtures' modules, in every layout, and with names.
-  const std::map<std::string, std::string> names = {{"q", "q"}, {"k", "k"}, {"v", "v"},
-                                                    {"out", "out_proj"}};
-  for (const auto& [embed_dim, num_heads] : {std::pair<int64_t, int64_t>{4, 4}, {16, 2}}) {
-    for (const char* prefix : {"param.", ""}) {
-      for (mha::WeightLayout layout : {mha::WeightLayout::kAuto, mha::WeightLayout::kTorch,
-                                       mha::WeightLayout::kQkvLinear, mha::WeightLayout::kGpt2}) {
-        const std::string problem = LoadInto(file, Config(embed_dim, num_heads), {prefix, layout});
-        if (!problem.empty()) return problem;
-      }
-      const std::string problem =
-          LoadInto(file, Config(embed_dim, num_heads), {prefix, mha::WeightLayout::kAuto, names});
-      if (!problem.empty()) return problem;
-    }
+  // The fixtures' modules: detected under both prefixes; forced layouts and
+  // names on one configuration.
+  std::vector<std::pair<mha::MultiheadAttentionConfig, mha::WeightOptions>> loads;
+  for (const char* prefix : {"param.", ""}) {
+    loads.push_back({Config(4, 4), {prefix}});
+    loads.push_back({Config(16, 2), {prefix}});
+    loads.push_back({Config(16, 2), {prefix, mha::WeightLayout::kAuto,
+                                     {{"q", "q"}, {"k", "k"}, {"v", "v"}, {"out", "out_proj"}}}});
+  }
+  for (mha::WeightLayout layout :
+       {mha::WeightLayout::kTorch, mha::WeightLayout::kQkvLinear, mha::WeightLayout::kGpt2}) {
+    loads.push_back({Config(16, 2), {"param.", layout}});
+  }
+  for (const auto& [config, options] : loads) {
+    const std::string problem = LoadInto(file, config, options);
+    if (!problem.empty()) return problem;
   }
   return "";
 }
