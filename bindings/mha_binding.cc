@@ -11,6 +11,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "hwy/highway.h"
 #include "hwy/targets.h"
@@ -110,12 +112,78 @@ class CallResult {
   val outputShape() const { return ShapeToJS(output.shape); }
   uintptr_t weightsPtr() const { return reinterpret_cast<uintptr_t>(weights.data.data()); }
   val weightsShape() const { return ShapeToJS(weights.shape); }
+  val getValue() const { return value; }
   Tensor output;
   Tensor weights;
+  val value = val::undefined();  // a call's plain JS result, if any
 
  private:
   std::string message_;
 };
+
+// options: {prefix, layout: 'auto' | 'torch' | ..., names: {role: module}};
+// JS checked the types.
+Status WeightOptionsFrom(const val& options, WeightOptions* out) {
+  out->prefix = options["prefix"].as<std::string>();
+  MHA_RETURN_IF_ERROR(ParseLayout(options["layout"].as<std::string>(), &out->layout));
+  const val names = options["names"];
+  const val roles = val::global("Object").call<val>("keys", names);
+  const int length = roles["length"].as<int>();
+  for (int i = 0; i < length; ++i) {
+    const std::string role = roles[i].as<std::string>();
+    out->names[role] = names[role].as<std::string>();
+  }
+  return Status::Ok();
+}
+
+// shards: [{ptr, size, fileSize}]: the first `size` bytes of each file (at
+// least its header), copied into the heap.
+Status ParseShards(const val& shards, SafetensorsFile* out) {
+  std::vector<SafetensorsShard> list;
+  const int length = shards["length"].as<int>();
+  for (int i = 0; i < length; ++i) {
+    list.push_back({reinterpret_cast<const uint8_t*>(shards[i]["ptr"].as<uintptr_t>()),
+                    shards[i]["size"].as<size_t>(),
+                    static_cast<uint64_t>(shards[i]["fileSize"].as<double>())});
+  }
+  return ParseSafetensorsShards(list, out);
+}
+
+val ModuleNamesToJS(const AttentionModule& m) {
+  val names = val::object();
+  for (const auto& [role, module] : {std::make_pair("q", &m.q), std::make_pair("k", &m.k),
+                                     std::make_pair("v", &m.v), std::make_pair("qkv", &m.qkv),
+                                     std::make_pair("out", &m.out)}) {
+    if (!module->empty()) names.set(role, module->substr(m.prefix.size()));
+  }
+  return names;
+}
+
+// [{prefix, layout, names, embedDim, kdim, vdim, qSize, kSize, vSize, bias, biasKV}]
+int ListAttentionModulesBinding(const val& shards, CallResult& result) {
+  SafetensorsFile file;
+  const Status status = ParseShards(shards, &file);
+  if (!status.ok()) return result.Record(status);
+  result.value = val::array();
+  for (const AttentionModuleInfo& info : ListAttentionModules(TensorShapes(file))) {
+    val entry = val::object();
+    entry.set("prefix", info.module.prefix);
+    entry.set("layout", std::string(LayoutName(info.module.layout)));
+    entry.set("names", ModuleNamesToJS(info.module));
+    for (const auto& [key, dim] : {std::make_pair("embedDim", info.embed_dim),
+                                   std::make_pair("kdim", info.kdim),
+                                   std::make_pair("vdim", info.vdim),
+                                   std::make_pair("qSize", info.q_size),
+                                   std::make_pair("kSize", info.k_size),
+                                   std::make_pair("vSize", info.v_size)}) {
+      entry.set(key, static_cast<double>(dim));
+    }
+    entry.set("bias", info.bias);
+    entry.set("biasKV", info.bias_kv);
+    result.value.call<void>("push", entry);
+  }
+  return result.Record(status);
+}
 
 class MultiheadAttentionBinding {
  public:
@@ -139,20 +207,60 @@ class MultiheadAttentionBinding {
   // [{name, shape}] in state_dict order.
   val parameters() const { return SpecsToJS(module_->Parameters()); }
 
-  // entries: [{name, ptr, shape}], names with `prefix`.
-  int loadStateDict(const val& entries, const std::string& prefix, CallResult& result) {
+  // entries: [{name, ptr, shape}]; ptr 0 for tensors JS did not copy (those
+  // outside the prefix, named for error messages only).
+  int loadStateDict(const val& entries, const val& options, CallResult& result) {
+    WeightOptions o;
+    const Status parsed = WeightOptionsFrom(options, &o);
+    if (!parsed.ok()) return result.Record(parsed);
     std::map<std::string, TensorView> tensors;
     const int length = entries["length"].as<int>();
     for (int i = 0; i < length; ++i) {
       tensors[entries[i]["name"].as<std::string>()] = TensorFrom(entries[i]);
     }
-    return result.Record(module_->LoadStateDict(tensors, {prefix}));
+    return result.Record(module_->LoadStateDict(tensors, o));
   }
 
-  int loadSafetensors(uintptr_t bytes, size_t size, const std::string& prefix,
+  // The first of two steps of a .safetensors load: from the shards' headers,
+  // the tensors a load reads, [{name, shard, begin, end}] (byte offsets in
+  // that file), after every check on names and shapes.
+  int weightSources(const val& shards, const val& options, CallResult& result) {
+    SafetensorsFile file;
+    WeightOptions o;
+    std::vector<std::string> names;
+    Status status = ParseShards(shards, &file);
+    if (status.ok()) status = WeightOptionsFrom(options, &o);
+    if (status.ok()) status = module_->WeightSources(TensorShapes(file), o, &names);
+    if (!status.ok()) return result.Record(status);
+    result.value = val::array();
+    for (const std::string& name : names) {
+      const SafetensorsEntry& entry = file.tensors.at(name);
+      val source = val::object();
+      source.set("name", name);
+      source.set("shard", static_cast<double>(entry.shard));
+      source.set("begin", static_cast<double>(entry.offset));
+      source.set("end", static_cast<double>(entry.offset + entry.size));
+      result.value.call<void>("push", source);
+    }
+    return result.Record(status);
+  }
+
+  // The second: the same headers, and tensors [{name, ptr}] holding the bytes
+  // of those sources.
+  int loadSafetensors(const val& shards, const val& options, const val& tensors,
                       CallResult& result) {
-    return result.Record(
-        module_->LoadSafetensors(reinterpret_cast<const uint8_t*>(bytes), size, {prefix}));
+    SafetensorsFile file;
+    WeightOptions o;
+    Status status = ParseShards(shards, &file);
+    if (status.ok()) status = WeightOptionsFrom(options, &o);
+    if (!status.ok()) return result.Record(status);
+    const int length = tensors["length"].as<int>();
+    for (int i = 0; i < length; ++i) {
+      auto entry = file.tensors.find(tensors[i]["name"].as<std::string>());
+      if (entry == file.tensors.end()) continue;
+      entry->second.data = reinterpret_cast<const uint8_t*>(tensors[i]["ptr"].as<uintptr_t>());
+    }
+    return result.Record(module_->LoadSafetensors(file, o));
   }
 
   // options: {key_padding_mask, attn_mask, need_weights, average_attn_weights, is_causal}
@@ -198,18 +306,21 @@ EMSCRIPTEN_BINDINGS(mha) {
   emscripten::function("allocate", &Allocate);
   emscripten::function("free", &Free);
   emscripten::function("scaledDotProductAttention", &ScaledDotProductAttentionBinding);
+  emscripten::function("listAttentionModules", &ListAttentionModulesBinding);
   emscripten::class_<CallResult>("CallResult")
       .constructor<>()
       .function("message", &CallResult::message)
       .function("outputPtr", &CallResult::outputPtr)
       .function("outputShape", &CallResult::outputShape)
       .function("weightsPtr", &CallResult::weightsPtr)
-      .function("weightsShape", &CallResult::weightsShape);
+      .function("weightsShape", &CallResult::weightsShape)
+      .function("value", &CallResult::getValue);
   emscripten::class_<MultiheadAttentionBinding>("MultiheadAttention")
       .constructor<>()
       .function("create", &MultiheadAttentionBinding::create)
       .function("parameters", &MultiheadAttentionBinding::parameters)
       .function("loadStateDict", &MultiheadAttentionBinding::loadStateDict)
+      .function("weightSources", &MultiheadAttentionBinding::weightSources)
       .function("loadSafetensors", &MultiheadAttentionBinding::loadSafetensors)
       .function("forward", &MultiheadAttentionBinding::forward);
 }

@@ -116,8 +116,7 @@ Status MultiheadAttention::LoadStateDict(const std::map<std::string, TensorView>
 Status MultiheadAttention::LoadSafetensors(const SafetensorsFile& file,
                                            const WeightOptions& options) {
   try {
-    ShapeMap shapes;
-    for (const auto& [name, entry] : file.tensors) shapes[name] = entry.shape;
+    const ShapeMap shapes = TensorShapes(file);
     Recipes recipes;
     MHA_RETURN_IF_ERROR(Plan(shapes, options, &recipes));
     std::map<std::string, std::vector<float>> floats;  // each tensor used, converted once

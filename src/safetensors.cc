@@ -298,6 +298,12 @@ Status ParseSafetensorsShards(const std::vector<SafetensorsShard>& shards, Safet
   }
 }
 
+std::map<std::string, Shape> TensorShapes(const SafetensorsFile& file) {
+  std::map<std::string, Shape> shapes;
+  for (const auto& [name, entry] : file.tensors) shapes[name] = entry.shape;
+  return shapes;
+}
+
 Status ToFloat32(const std::string& name, const SafetensorsEntry& entry, std::vector<float>* out) {
   if (entry.dtype != DType::kF32 && entry.dtype != DType::kF16 && entry.dtype != DType::kBF16) {
     return Invalid("tensor \"" + name + "\" has dtype " + DTypeName(entry.dtype) +

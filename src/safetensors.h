@@ -63,6 +63,9 @@ struct SafetensorsShard {
 // Metadata: the first shard's value of each key.
 Status ParseSafetensorsShards(const std::vector<SafetensorsShard>& shards, SafetensorsFile* out);
 
+// Name -> shape of every tensor (what layout detection reads).
+std::map<std::string, Shape> TensorShapes(const SafetensorsFile& file);
+
 // Converts an F32/F16/BF16 entry to float32.
 Status ToFloat32(const std::string& name, const SafetensorsEntry& entry, std::vector<float>* out);
 

@@ -71,13 +71,63 @@ export interface ParameterSpec {
   shape: number[];
 }
 
-/** PyTorch state_dict names, e.g. in_proj_weight, out_proj.weight. */
+/**
+ * A state_dict: tensor names as saved (nn.MultiheadAttention's, or any layout of WeightLayout).
+ * A bare Float32Array has its parameter's shape for nn.MultiheadAttention's names, else is 1-D.
+ */
 export type StateDict = Record<string, Float32Array | Tensor>;
 
-export interface PrefixOptions {
-  /** Only keys starting with the prefix are loaded, with it removed (e.g. 'attn.'). */
+/**
+ * How a checkpoint names one attention module's projections (README, "From PyTorch and Hugging
+ * Face"): 'torch' (nn.MultiheadAttention), 'qkv-linear' (one nn.Linear per projection: q/k/v +
+ * out_proj, W_q/W_k/W_v + W_o or W, query/key/value + fc_out, BERT, ViT, Llama, Whisper), 'gpt2'
+ * (fused Conv1D c_attn + c_proj). 'auto' detects it from the names under the prefix.
+ */
+export type WeightLayout = 'auto' | 'torch' | 'qkv-linear' | 'gpt2';
+
+/** Roles of a module's projections; qkv is a fused one. */
+export type ProjectionRole = 'q' | 'k' | 'v' | 'out' | 'qkv';
+
+export interface WeightOptions {
+  /** The module's prefix, e.g. 'model.layers.3.self_attn.'; names are matched after it. */
   prefix?: string;
+  /** Default 'auto': detected from the names under the prefix. */
+  layout?: WeightLayout;
+  /**
+   * For names no layout knows: role -> module name under the prefix ('to_q', 'to_out.0'), whose
+   * tensors are '<name>.weight' and optionally '<name>.bias'. Roles left out are detected. The
+   * layout is then 'qkv-linear' (qkv: one nn.Linear) unless `layout` is 'gpt2' (Conv1D).
+   */
+  names?: Partial<Record<ProjectionRole, string>>;
 }
+
+/** One attention module found in a checkpoint by lib.listAttentionModules. */
+export interface AttentionModuleInfo {
+  /** Pass it as `prefix` to loadSafetensors. */
+  prefix: string;
+  layout: Exclude<WeightLayout, 'auto'>;
+  /** Its projections' module names under the prefix (none for 'torch'). */
+  names: Partial<Record<ProjectionRole, string>>;
+  /** Query (and output) features; kdim and vdim: key and value features. */
+  embedDim: number;
+  kdim: number;
+  vdim: number;
+  /**
+   * Output features of the q, k and v projections: numHeads * qkHeadDim,
+   * numKVHeads * qkHeadDim, numKVHeads * vHeadDim. The number of heads is not in the checkpoint:
+   * take it from the model's config (num_attention_heads).
+   */
+  qSize: number;
+  kSize: number;
+  vSize: number;
+  /** Whether the checkpoint holds projection biases (absent ones load as zero). */
+  bias: boolean;
+  /** Whether it holds bias_k and bias_v (addBiasKV). */
+  biasKV: boolean;
+}
+
+/** One .safetensors file's bytes, or the shards of one checkpoint. */
+export type SafetensorsBytes = Uint8Array | ArrayBuffer | Array<Uint8Array | ArrayBuffer>;
 
 export interface ForwardOptions {
   /** (N, S) or (S) unbatched; bool or additive. */
@@ -101,10 +151,17 @@ export interface MultiheadAttention {
    * made the module (after any awaited call on it); before that, reading it throws MHAError.
    */
   readonly parameters: ParameterSpec[];
-  /** Resolves once loaded (await it); bad input JS can see throws, core errors reject. */
-  loadStateDict(stateDict: StateDict, options?: PrefixOptions): Promise<void>;
-  /** The bytes of a .safetensors file with F32, F16 or BF16 tensors. */
-  loadSafetensors(bytes: Uint8Array | ArrayBuffer, options?: PrefixOptions): Promise<void>;
+  /**
+   * Loads the module under options.prefix, in any layout. Resolves once loaded (await it); bad
+   * input JS can see throws, core errors (no module, an ambiguous layout, a shape that does not
+   * fit the configuration) reject with MHAError; a failed load changes nothing.
+   */
+  loadStateDict(stateDict: StateDict, options?: WeightOptions): Promise<void>;
+  /**
+   * The same from a .safetensors file or its shards: only the tensors used are read (F32, F16 or
+   * BF16); tensors of other dtypes elsewhere never stop a load.
+   */
+  loadSafetensors(bytes: SafetensorsBytes, options?: WeightOptions): Promise<void>;
   forward(query: Tensor, key: Tensor, value: Tensor, options?: ForwardOptions):
     Promise<ForwardResult>;
   /** Frees the module's WASM memory; later calls throw MHAError. */
@@ -130,6 +187,8 @@ export interface MHALibrary {
   createMultiheadAttention(config: MultiheadAttentionConfig): MultiheadAttention;
   scaledDotProductAttention(query: Tensor, key: Tensor, value: Tensor, options?: SdpaOptions):
     Promise<Tensor>;
+  /** The attention modules a checkpoint holds, read from its headers. */
+  listAttentionModules(bytes: SafetensorsBytes): Promise<AttentionModuleInfo[]>;
   /** Diagnostics: the WASM heap's top, bytes in use, memory size. */
   heapInfo(): Promise<HeapInfo>;
   /**

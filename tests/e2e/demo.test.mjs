@@ -113,19 +113,57 @@ test('a PyTorch state_dict with several attention modules loads under the chosen
   };
   const file = { name: 'model.safetensors', mimeType: 'application/octet-stream', buffer: writeSafetensors(stateDict) };
   const state = await runAfter(page, () => page.setInputFiles('#weights-file', file));
-  assert.equal(await page.locator('#prefix').inputValue(), 'encoder.layers.1.self_attn.');
+  // The modules as lib.listAttentionModules lists them, in order.
+  assert.equal(await page.locator('#prefix').inputValue(), 'decoder.cross_attn.');
+  assert.deepEqual(await page.locator('#prefixes option').evaluateAll((options) => options.map((o) => o.value)),
+    ['decoder.cross_attn.', 'encoder.layers.1.self_attn.']);
   assert.equal(parseTensor(state.output).shape.at(-1), 16);
 
   const { runs } = await resultState(page);
   await page.locator('#prefix').fill('decoder.self_attn.');
   await page.locator('#prefix').dispatchEvent('change');
   await page.waitForFunction((r) => Number(document.getElementById('result').dataset.runs) > r, runs);
-  assert.match(await page.locator('#message').textContent(), /no nn\.MultiheadAttention weights under prefix "decoder\.self_attn\."/);
+  assert.match(await page.locator('#message').textContent(), /no attention module under prefix "decoder\.self_attn\."; this file has 2, e\.g\. "decoder\.cross_attn\."/);
 
   await runAfter(page, async () => {
-    await page.locator('#prefix').fill('decoder.cross_attn.');
+    await page.locator('#prefix').fill('encoder.layers.1.self_attn.');
     await page.locator('#prefix').dispatchEvent('change');
   });
+});
+
+// Weight-layout fixtures (a small model's checkpoint with one module's inputs and PyTorch output):
+// fused Conv1D with a causal mask, cross-attention in BF16, and a layout only `names` loads.
+for (const name of ['gpt2_causal', 'whisper_cross_bf16', 'names_timm_fused_qkv']) {
+  test(`layout fixture ${name} matches PyTorch`, async () => {
+    const bytes = readFileSync(join(ROOT, 'tests/fixtures/layouts', `${name}.safetensors`));
+    const state = await runAfter(page, () => dropFile(page, `${name}.safetensors`, bytes));
+    const output = compareTensors(parseTensor(state.output), readFixtureTensor(bytes, 'test.expected.output'));
+    assert.ok(output.ok, `output: ${output.message}`);
+    assert.match(await page.locator('#stat-check').textContent(), /matches/);
+  });
+}
+
+test('a model checkpoint (BERT-style, with I64 and BOOL buffers) lists its layers and runs the one picked', async () => {
+  // The model's own tensors only, as a downloaded model.safetensors holds them.
+  const model = Object.fromEntries(Object.entries(readSafetensors(readFileSync(join(ROOT, 'tests/fixtures/layouts/bert_kpm.safetensors'))))
+    .filter(([name]) => !name.startsWith('test.')));
+  assert.equal(model['embeddings.position_ids'].dtype, 'I64');
+  const file = { name: 'model.safetensors', mimeType: 'application/octet-stream', buffer: writeSafetensors(model) };
+  const layer0 = await runAfter(page, () => page.setInputFiles('#weights-file', file));
+  assert.equal(await page.locator('#prefix').inputValue(), 'bert.encoder.layer.0.attention.');
+  assert.match(await page.locator('#file-info').textContent(), /2 attention modules \(qkv-linear\)/);
+  const layer1 = await runAfter(page, async () => {
+    await page.locator('#prefix').fill('bert.encoder.layer.1.attention.');
+    await page.locator('#prefix').dispatchEvent('change');
+  });
+  assert.deepEqual(parseTensor(layer1.output).shape, parseTensor(layer0.output).shape);
+  assert.notDeepEqual(parseTensor(layer1.output).data, parseTensor(layer0.output).data, 'the layers differ');
+
+  const { runs } = await resultState(page);
+  await page.locator('#heads').fill('3');
+  await page.waitForFunction((r) => Number(document.getElementById('result').dataset.runs) > r, runs);
+  assert.match(await page.locator('#message').textContent(), /3 heads do not divide this module's query size 16/);
+  await runAfter(page, () => page.locator('#heads').fill('2'));
 });
 
 for (const maskType of ['bool', 'additive']) {

@@ -68,9 +68,8 @@ mha::MultiheadAttentionConfig Config(int64_t embed_dim, int64_t num_heads) {
 // Listed modules have positive dims, and load into a one-head module of
 // those dims or fail with a message.
 std::string CheckListing(const mha::SafetensorsFile& file) {
-  mha::ShapeMap shapes;
-  for (const auto& [name, entry] : file.tensors) shapes[name] = entry.shape;
-  const std::vector<mha::AttentionModuleInfo> modules = mha::ListAttentionModules(shapes);
+  const std::vector<mha::AttentionModuleInfo> modules =
+      mha::ListAttentionModules(mha::TensorShapes(file));
   for (size_t i = 0; i < modules.size() && i < 4; ++i) {
     const mha::AttentionModuleInfo& m = modules[i];
     if (m.embed_dim <= 0 || m.kdim <= 0 || m.vdim <= 0 || m.q_size <= 0 || m.k_size <= 0 ||

@@ -13,6 +13,13 @@
 #include "src/status.h"
 #include "src/tensor.h"
 
+// Fails the test with the status message unless `expr` is an ok mha::Status.
+#define ASSERT_OK(expr)                                    \
+  do {                                                     \
+    const mha::Status s_ = (expr);                         \
+    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_.message(); \
+  } while (0)
+
 namespace mha_test {
 
 // One case: its config (from the `config` metadata), the file's bytes and

@@ -114,10 +114,6 @@ mha::Status LayoutFixture::FloatTensors(std::map<std::string, std::vector<float>
   return mha::Status::Ok();
 }
 
-mha::ShapeMap LayoutFixture::Shapes() const {
-  mha::ShapeMap shapes;
-  for (const auto& [name, entry] : file.tensors) shapes[name] = entry.shape;
-  return shapes;
-}
+mha::ShapeMap LayoutFixture::Shapes() const { return mha::TensorShapes(file); }
 
 }  // namespace mha_test

@@ -16,12 +16,6 @@
 namespace mha_test {
 namespace {
 
-#define ASSERT_OK(expr)                                    \
-  do {                                                     \
-    const mha::Status s_ = (expr);                         \
-    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_.message(); \
-  } while (0)
-
 // Forward with and without weights; both outputs must match the module's.
 void ExpectOutput(LayoutFixture& f, mha::MultiheadAttention& module, mha::ThreadPool* pool) {
   std::map<std::string, std::vector<float>> storage;

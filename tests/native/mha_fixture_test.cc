@@ -12,12 +12,6 @@
 namespace mha_test {
 namespace {
 
-#define ASSERT_OK(expr)                               \
-  do {                                                \
-    const mha::Status s_ = (expr);                    \
-    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_.message(); \
-  } while (0)
-
 void RunMha(Fixture& f, mha::ThreadPool* pool) {
   std::unique_ptr<mha::MultiheadAttention> module;
   ASSERT_OK(mha::MultiheadAttention::Create(f.ModuleConfig(), &module));

@@ -22,13 +22,16 @@ export function stopEngine() {
   model = null;
 }
 
+// The attention modules a .safetensors file holds (the engine reads its headers).
+export const listAttentionModules = (bytes) => lib.listAttentionModules(bytes);
+
 async function prepareModel({ modelKey, config, params }) {
   if (model?.key === modelKey) return model.mha;
   model?.mha.dispose();
   model = null;
   const mha = lib.createMultiheadAttention(config);
   try {
-    if (params.kind === 'safetensors') await mha.loadSafetensors(params.bytes, { prefix: params.prefix });
+    if (params.kind === 'safetensors') await mha.loadSafetensors(params.bytes, params.load);
     else await mha.loadStateDict(params.tensors);
   } catch (error) {
     mha.dispose();

@@ -1,6 +1,6 @@
 // The demo page: reads the controls, runs forwards in the package's worker, draws the results.
 // Every failure ends as a readable message in the page; the page itself keeps working.
-import { engineRunning, runRequest, startEngine as loadEngine, stopEngine } from './engine.js';
+import { engineRunning, listAttentionModules, runRequest, startEngine as loadEngine, stopEngine } from './engine.js';
 import { MaskPainter } from './mask-painter.js';
 import { buildProblem, MAX_PAINTED_LENGTH } from './problem.js';
 import { medianTime, renderResults } from './results-view.js';
@@ -14,7 +14,7 @@ const MAX_EXPOSED_VALUES = 1 << 18; // larger results are not copied into data a
 const DEBOUNCE_MS = 180;
 
 const painter = new MaskPainter(byId('mask-canvas'), () => scheduleRun());
-let loadedFile = null; // { name, bytes, id }
+let loadedFile = null; // { name, bytes, id, modules }
 let fileCount = 0;
 let lastRun = null; // { problem, reply }
 let running = false;
@@ -57,6 +57,7 @@ function describeLoadedFile(settings) {
   const description = describeWeightsFile(loadedFile.name, loadedFile.bytes, {
     prefix: settings.prefix || null,
     numHeads: settings.numHeads,
+    modules: loadedFile.modules,
   });
   return { ...description, id: loadedFile.id };
 }
@@ -261,17 +262,26 @@ async function runNow() {
 
 // ---- files ----
 
+// What the file-info line says about a loaded file.
+function describeFileContents(name, description, modules) {
+  if (description.fixture) return `${name}: a test fixture with its config, inputs, masks and PyTorch's expected output.`;
+  const layouts = [...new Set(modules.map((m) => m.layout))].join(', ');
+  return `${name}: ${modules.length} attention module${modules.length > 1 ? 's' : ''} (${layouts}); pick one under Prefix and set Heads to the model's num_attention_heads (a file does not say).`;
+}
+
 async function loadFile(file) {
   try {
     const bytes = new Uint8Array(await file.arrayBuffer());
-    const description = describeWeightsFile(file.name, bytes, { prefix: null, numHeads: numberOf('heads') || 1 });
-    loadedFile = { name: file.name, bytes, id: ++fileCount };
+    if (!engineRunning()) await startEngine();
+    // The engine reads the headers: which attention modules the file holds, in which layout.
+    const modules = await listAttentionModules(bytes);
+    const description = describeWeightsFile(file.name, bytes, { prefix: null, numHeads: numberOf('heads') || 1, modules });
+    loadedFile = { name: file.name, bytes, id: ++fileCount, modules };
     form.querySelector('input[name="source"][value="file"]').checked = true;
     byId('prefix').value = description.prefix;
-    byId('prefixes').replaceChildren(...description.prefixes.map((p) => new Option(p, p)));
-    byId('file-info').textContent = description.fixture
-      ? `${file.name}: a test fixture with its config, inputs, masks and PyTorch's expected output.`
-      : `${file.name}: nn.MultiheadAttention weights found under ${description.prefixes.length} prefix${description.prefixes.length > 1 ? 'es' : ''}; heads come from the Shape controls.`;
+    byId('prefixes').replaceChildren(...description.prefixes.map((m) =>
+      new Option(m.embedDim ? `${m.layout}, embed ${m.embedDim}` : m.layout, m.prefix)));
+    byId('file-info').textContent = describeFileContents(file.name, description, modules);
     syncControls();
     scheduleRun(0);
   } catch (error) {

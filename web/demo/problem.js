@@ -127,7 +127,7 @@ function generatedProblem(settings, file, painted) {
     const inputRng = createRng(seed + 1);
     if (settings.source === 'file') {
       config = { ...file.config, batchFirst: false }; // the page makes sequence-first inputs
-      params = { kind: 'safetensors', bytes: file.bytes, prefix: file.prefix };
+      params = { kind: 'safetensors', bytes: file.bytes, load: file.load };
     } else {
       params = { kind: 'stateDict', tensors: randomStateDict(e, createRng(seed)) };
     }
@@ -143,7 +143,7 @@ function generatedProblem(settings, file, painted) {
 function fixtureProblem(file) {
   const { config, fixture } = file;
   const headNames = Array.from({ length: config.numHeads }, (_, i) => `head ${i}`);
-  const params = { kind: 'safetensors', bytes: file.bytes, prefix: file.prefix };
+  const params = { kind: 'safetensors', bytes: file.bytes, load: file.load };
   return { config, params, inputs: fixture.inputs, options: fixture.options, headNames, expected: fixture.expected };
 }
 

@@ -3,7 +3,9 @@
 // expected results; see notes on the fixture format). The weights themselves are loaded by the
 // engine's own mha.loadSafetensors; this only reads what the page needs to set up the forward.
 
-const DTYPE_BYTES = { F32: 4, F16: 2, BF16: 2, BOOL: 1, U8: 1, I8: 1, F64: 8, I32: 4, I64: 8 };
+const DTYPE_BYTES = {
+  F32: 4, F16: 2, BF16: 2, BOOL: 1, U8: 1, I8: 1, F8_E5M2: 1, F8_E4M3: 1, I16: 2, U16: 2, I32: 4, U32: 4, F64: 8, I64: 8, U64: 8,
+};
 
 export function parseSafetensors(bytes) {
   if (!(bytes instanceof Uint8Array)) throw new Error('expected the file as a Uint8Array');

@@ -1,19 +1,8 @@
-// Turns a dropped .safetensors file into what the page needs: the module config, the prefix for
-// mha.loadSafetensors and, for the project's fixtures, the stored inputs, masks and expectations.
+// Turns a dropped .safetensors file into what the page needs: the module config, the options for
+// mha.loadSafetensors ({ prefix, layout, names }) and, for the project's fixtures, the stored
+// inputs, masks and expectations. Which attention modules a model's file holds comes from the
+// engine (lib.listAttentionModules, asked once when the file is loaded).
 import { parseSafetensors, toApiTensor } from './safetensors-file.js';
-
-const PROJECTION_NAMES = ['in_proj_weight', 'q_proj_weight'];
-
-// Prefixes of every attention module in the file, e.g. ['layers.0.self_attn.', 'layers.1.self_attn.'].
-function findPrefixes(names) {
-  const prefixes = new Set();
-  for (const name of names) {
-    for (const suffix of PROJECTION_NAMES) {
-      if (name.endsWith(suffix)) prefixes.add(name.slice(0, -suffix.length));
-    }
-  }
-  return [...prefixes];
-}
 
 function configFromFixture(json) {
   const c = JSON.parse(json);
@@ -30,60 +19,85 @@ function configFromFixture(json) {
   };
 }
 
-// What a plain state_dict says about the module; heads cannot be read from shapes, so they come
-// from the page's control.
-function configFromStateDict(tensors, prefix, numHeads) {
-  const shapeOf = (name) => tensors[prefix + name]?.shape;
-  const outProj = shapeOf('out_proj.weight');
-  if (!outProj || !(shapeOf('in_proj_weight') || shapeOf('q_proj_weight'))) {
-    throw new Error(`no nn.MultiheadAttention weights under prefix "${prefix}" (looked for ${prefix}in_proj_weight or ${prefix}q_proj_weight, and ${prefix}out_proj.weight)`);
+// What a listed module's shapes say; heads cannot be read from shapes, so they come from the
+// page's control.
+function configFromModule(module, numHeads) {
+  const { embedDim, kdim, vdim, qSize, kSize, vSize } = module;
+  if (qSize % numHeads !== 0 || vSize % numHeads !== 0) {
+    throw new Error(`${numHeads} heads do not divide this module's query size ${qSize} and value size ${vSize}; set Heads to the model's num_attention_heads`);
   }
-  const embedDim = outProj[0];
-  const config = {
-    embedDim, numHeads, bias: Boolean(shapeOf('in_proj_bias')), addBiasKV: Boolean(shapeOf('bias_k')),
-    addZeroAttn: false, batchFirst: false,
-  };
-  const [q, k, v] = ['q_proj_weight', 'k_proj_weight', 'v_proj_weight'].map(shapeOf);
-  if (q && k && v) {
-    if (k[1] !== embedDim) config.kdim = k[1];
-    if (v[1] !== embedDim) config.vdim = v[1];
-    if (q[0] !== embedDim) config.qkHeadDim = q[0] / numHeads;
-    if (v[0] !== embedDim) config.vHeadDim = v[0] / numHeads;
+  if (kSize !== qSize) {
+    throw new Error(`this module has grouped-query heads (key size ${kSize}, query size ${qSize}), which this page does not run`);
   }
+  const config = { embedDim, numHeads, bias: module.bias, addBiasKV: module.biasKV, addZeroAttn: false, batchFirst: false };
+  if (kdim !== embedDim) config.kdim = kdim;
+  if (vdim !== embedDim) config.vdim = vdim;
+  if (qSize !== embedDim) config.qkHeadDim = qSize / numHeads;
+  if (vSize !== embedDim) config.vHeadDim = vSize / numHeads;
   return config;
+}
+
+// The module under `prefix` (the first one when null) among those listed.
+function chooseModule(fileName, modules, prefix, tensorCount) {
+  if (modules.length === 0) {
+    throw new Error(`${fileName} holds no attention module in a layout the engine knows (torch, qkv-linear, gpt2) among its ${tensorCount} tensors`);
+  }
+  const module = prefix === null ? modules[0] : modules.find((m) => m.prefix === prefix);
+  if (!module) {
+    const known = modules.slice(0, 4).map((m) => `"${m.prefix}"`).join(', ');
+    throw new Error(`no attention module under prefix "${prefix}"; this file has ${modules.length}, e.g. ${known}`);
+  }
+  return module;
 }
 
 function fixtureTensor(tensors, name) {
   return tensors[name] ? toApiTensor(name, tensors[name]) : undefined;
 }
 
-// prefix: the user's choice, or null to pick one. Throws a readable Error for files it cannot use.
-export function describeWeightsFile(fileName, bytes, { prefix, numHeads }) {
+function fixtureInputs(tensors, prefix) {
+  const t = (name) => fixtureTensor(tensors, prefix + name);
+  return {
+    inputs: { query: t('input.query'), key: t('input.key'), value: t('input.value') },
+    masks: { keyPaddingMask: t('input.key_padding_mask'), attnMask: t('input.attn_mask') },
+    expected: { output: t('expected.output'), weights: t('expected.weights') },
+  };
+}
+
+// A weight-layout fixture (tests/fixtures/layouts): a model's checkpoint with one module's
+// inputs and PyTorch output under "test.".
+function describeLayoutFixture(fileName, bytes, c, tensors) {
+  const m = c.module;
+  const { inputs, masks, expected } = fixtureInputs(tensors, 'test.');
+  return {
+    fileName, bytes, prefix: c.prefix, prefixes: [{ prefix: c.prefix, layout: c.detected ?? 'names' }],
+    load: { prefix: c.prefix, layout: c.layout ?? undefined, names: c.names },
+    config: {
+      embedDim: m.embed_dim, numHeads: m.num_heads, bias: m.bias, kdim: m.kdim || undefined, vdim: m.vdim || undefined,
+      batchFirst: m.batch_first, qkHeadDim: m.qk_head_dim || undefined, vHeadDim: m.v_head_dim || undefined,
+    },
+    fixture: { inputs, options: { ...masks, needWeights: false, isCausal: c.is_causal, averageAttnWeights: true }, expected },
+  };
+}
+
+// prefix: the user's choice, or null to pick one; modules: lib.listAttentionModules(bytes).
+// Throws a readable Error for files it cannot use.
+export function describeWeightsFile(fileName, bytes, { prefix, numHeads, modules }) {
   const { metadata, tensors } = parseSafetensors(bytes);
-  const names = Object.keys(tensors);
+  const kind = metadata.config && JSON.parse(metadata.config).kind;
+  if (kind === 'layout') return describeLayoutFixture(fileName, bytes, JSON.parse(metadata.config), tensors);
   if (metadata.config) {
     const { config, options } = configFromFixture(metadata.config);
+    const { inputs, masks, expected } = fixtureInputs(tensors, '');
     return {
-      fileName, bytes, prefix: prefix ?? 'param.', prefixes: ['param.'], config,
-      fixture: tensors['input.query'] && {
-        inputs: {
-          query: fixtureTensor(tensors, 'input.query'),
-          key: fixtureTensor(tensors, 'input.key'),
-          value: fixtureTensor(tensors, 'input.value'),
-        },
-        options: {
-          ...options,
-          keyPaddingMask: fixtureTensor(tensors, 'input.key_padding_mask'),
-          attnMask: fixtureTensor(tensors, 'input.attn_mask'),
-        },
-        expected: { output: fixtureTensor(tensors, 'expected.output'), weights: fixtureTensor(tensors, 'expected.weights') },
-      },
+      fileName, bytes, prefix: 'param.', prefixes: [{ prefix: 'param.', layout: 'torch' }], config,
+      load: { prefix: 'param.' },
+      fixture: tensors['input.query'] && { inputs, options: { ...options, ...masks }, expected },
     };
   }
-  const prefixes = findPrefixes(names);
-  if (prefixes.length === 0) {
-    throw new Error(`${fileName} holds no nn.MultiheadAttention weights (no tensor named *in_proj_weight or *q_proj_weight among ${names.length})`);
-  }
-  const chosen = prefix ?? prefixes[0];
-  return { fileName, bytes, prefix: chosen, prefixes, config: configFromStateDict(tensors, chosen, numHeads), fixture: null };
+  const module = chooseModule(fileName, modules, prefix, Object.keys(tensors).length);
+  return {
+    fileName, bytes, prefix: module.prefix, prefixes: modules,
+    load: { prefix: module.prefix, layout: module.layout, names: module.names },
+    config: configFromModule(module, numHeads), fixture: null,
+  };
 }

@@ -5,7 +5,7 @@ import { MHAError } from './errors.js';
 import { Heap } from './heap.js';
 import { numElements } from './validate.js';
 
-const STATUS_OK = 0;
+export const STATUS_OK = 0;
 
 export function callCore(wasm, what, call) {
   const heap = new Heap(wasm);
@@ -19,6 +19,7 @@ export function callCore(wasm, what, call) {
     return {
       output: copyOut(heap, result.outputPtr(), result.outputShape()),
       weights: copyOut(heap, result.weightsPtr(), result.weightsShape()),
+      value: result.value(),  // a plain JS result (e.g. a list), or undefined
     };
   } finally {
     result.delete();

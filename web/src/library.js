@@ -8,6 +8,7 @@ import {
 import { MHAError } from './errors.js';
 import { settle } from './settle.js';
 import { VERSION } from './version.js';
+import { checkShards, copyHeader } from './weights.js';
 
 const SDPA_KEYS = ['attnMask', 'isCausal', 'scale'];
 
@@ -58,6 +59,17 @@ export class MHALibrary {
         { ...flags, attn_mask: heap.copyTensor(attnMask) }, result);
     });
     return output;
+  }
+
+  // The attention modules a checkpoint (one .safetensors file's bytes, or its
+  // shards) holds: [{prefix, layout, names, embedDim, kdim, vdim, qSize,
+  // kSize, vSize, bias, biasKV}] from the names and shapes in its headers
+  // (only the headers are copied into the heap). The number of heads is in
+  // none of them: it comes from the model's config (num_attention_heads).
+  listAttentionModules(bytes) {
+    const shards = checkShards(bytes, 'listAttentionModules');
+    return settle(() => callCore(this.wasm, 'listAttentionModules', (heap, result) =>
+      this.wasm.listAttentionModules(shards.map((shard) => copyHeader(heap, shard)), result)).value);
   }
 
   // Diagnostics: the WASM heap's top (sbrk), bytes malloc'd, memory size.

@@ -1,11 +1,14 @@
 // The JS face of mha::MultiheadAttention (see DESIGN.md, "JavaScript API").
-import { callCore } from './core_call.js';
+import { STATUS_OK, callCore } from './core_call.js';
 import { MHAError } from './errors.js';
 import { settle } from './settle.js';
 import {
-  checkBoolean, checkBytes, checkMask, checkOptionalDim, checkOptionsObject, checkParameter,
-  checkPositiveInteger, checkTensor, describe,
+  checkBoolean, checkMask, checkOptionalDim, checkOptionsObject, checkPositiveInteger,
+  checkTensor, describe,
 } from './validate.js';
+import {
+  checkShards, checkStateDictEntries, checkWeightOptions, copyHeader, copySources,
+} from './weights.js';
 
 const CONFIG_KEYS = ['embedDim', 'numHeads', 'bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim',
   'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout'];
@@ -43,30 +46,24 @@ export function checkConfig(config) {
   };
 }
 
-function checkPrefix(options, name) {
-  const { prefix = '' } = checkOptionsObject(options, name, ['prefix']);
-  if (typeof prefix !== 'string') {
-    throw new MHAError(`${name}: prefix: expected a string, received ${describe(prefix)}`);
-  }
-  return prefix;
-}
-
-// { prefix, entries: [[name, tensor]] }; `parameters`: the module's.
+// { options, entries }: the core's weight options and the state_dict's
+// entries ([name, tensor] under the prefix, [name, {shape}] elsewhere);
+// `parameters`: the module's.
 export function checkLoadStateDict(stateDict, options, parameters) {
   const name = 'loadStateDict';
-  const prefix = checkPrefix(options, name);
+  const o = checkWeightOptions(options, name);
   if (stateDict === null || typeof stateDict !== 'object' || ArrayBuffer.isView(stateDict)) {
     throw new MHAError(`${name}: expected an object {name: tensor}, received ` +
                        describe(stateDict));
   }
-  const shapes = new Map(parameters.map((p) => [prefix + p.name, p.shape]));
-  const entries = Object.keys(stateDict).filter((key) => key.startsWith(prefix))
-    .map((key) => [key, checkParameter(stateDict[key], key, shapes.get(key))]);
-  return { prefix, entries };
+  const shapes = new Map(parameters.map((p) => [o.prefix + p.name, p.shape]));
+  const { inside, outside } = checkStateDictEntries(stateDict, o.prefix, shapes);
+  return { options: o, inside, outside };
 }
 
 export function checkLoadSafetensors(bytes, options) {
-  return { prefix: checkPrefix(options, 'loadSafetensors'), data: checkBytes(bytes, 'bytes') };
+  const name = 'loadSafetensors';
+  return { options: checkWeightOptions(options, name), shards: checkShards(bytes, name) };
 }
 
 export function checkForward(query, key, value, options) {
@@ -111,30 +108,41 @@ export class MultiheadAttention {
     return this.binding;
   }
 
-  // state_dict: {name: Float32Array | {data, shape}} with PyTorch names (with
-  // `prefix` prepended): all of `parameters`, where in_proj_weight and
-  // q/k/v_proj_weight may stand for each other when kdim == vdim == embedDim
-  // (give those as {data, shape}). Keys without the prefix are ignored. The
-  // core checks names, shapes and that nothing is missing. A Promise, as
-  // through the proxy; bad input that JS sees throws.
+  // state_dict: {name: Float32Array | {data, shape}}; the module under
+  // options.prefix in any layout (DESIGN.md, "Weights from the modules people
+  // have"): detected, or forced with options.layout / options.names. A bare
+  // Float32Array has its parameter's shape for nn.MultiheadAttention's names
+  // (in_proj_weight and q/k/v_proj_weight may stand for each other when
+  // kdim == vdim == embedDim: give those as {data, shape}), else 1-D. Only
+  // the entries under the prefix are copied. A Promise, as through the proxy;
+  // bad input that JS sees throws.
   loadStateDict(stateDict, options) {
     const name = 'loadStateDict';
     const binding = this.checkAlive(name);
-    const { prefix, entries } = checkLoadStateDict(stateDict, options, this.parameters);
+    const { options: o, inside, outside } = checkLoadStateDict(stateDict, options, this.parameters);
     return settle(() => {
-      callCore(this.wasm, name, (heap, result) => binding.loadStateDict(
-        entries.map(([key, tensor]) => ({ name: key, ...heap.copyTensor(tensor) })), prefix, result));
+      callCore(this.wasm, name, (heap, result) => binding.loadStateDict([
+        ...inside.map(([key, tensor]) => ({ name: key, ...heap.copyTensor(tensor) })),
+        ...outside.map(([key, { shape }]) => ({ name: key, ptr: 0, shape })),
+      ], o, result));
     });
   }
 
-  // bytes: the contents of a .safetensors file (F32, F16 or BF16 tensors).
+  // bytes: a .safetensors file, or an array of them (the shards of one
+  // checkpoint). Its headers are read first; then only the tensors the module
+  // uses are copied into the WASM heap (F32, F16 or BF16, converted once).
   loadSafetensors(bytes, options) {
     const name = 'loadSafetensors';
     const binding = this.checkAlive(name);
-    const { prefix, data } = checkLoadSafetensors(bytes, options);
+    const { options: o, shards } = checkLoadSafetensors(bytes, options);
     return settle(() => {
-      callCore(this.wasm, name, (heap, result) =>
-        binding.loadSafetensors(heap.copyIn(data), data.byteLength, prefix, result));
+      callCore(this.wasm, name, (heap, result) => {
+        const headers = shards.map((shard) => copyHeader(heap, shard));
+        const code = binding.weightSources(headers, o, result);
+        if (code !== STATUS_OK) return code;
+        const tensors = copySources(heap, shards, result.value());
+        return binding.loadSafetensors(headers, o, tensors, result);
+      });
     });
   }
 

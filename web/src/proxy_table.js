@@ -14,6 +14,7 @@
 // The checks receive the client object first (its `state` is null until the
 // worker has created the object).
 import { checkSdpa } from './library.js';
+import { checkShards } from './weights.js';
 import {
   checkConfig, checkForward, checkLoadSafetensors, checkLoadStateDict,
 } from './multihead_attention.js';
@@ -23,6 +24,7 @@ export const PROXIED = {
     calls: {
       scaledDotProductAttention: (self, ...args) => checkSdpa(...args),
       heapInfo: null,
+      listAttentionModules: (self, bytes) => checkShards(bytes, 'listAttentionModules'),
     },
     creates: {
       createMultiheadAttention: { type: 'MultiheadAttention', check: (self, config) => checkConfig(config) },

@@ -1,7 +1,7 @@
 // Compiled with `tsc --noEmit` against the packed package (package.test.js):
 // the declarations accept the documented API and reject misuse.
 import { loadMHA, MHAError } from 'mha-wasm';
-import type { ForwardResult, MHALibrary, Mask, Tensor } from 'mha-wasm';
+import type { AttentionModuleInfo, ForwardResult, MHALibrary, Mask, Tensor } from 'mha-wasm';
 
 export async function usage(): Promise<number> {
   const lib: MHALibrary = await loadMHA({ threads: 'auto', proxy: 'auto', wasmPaths: '/mha/' });
@@ -11,6 +11,10 @@ export async function usage(): Promise<number> {
   const mha = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, batchFirst: true });
   await mha.loadStateDict({ 'out_proj.bias': new Float32Array(8) }, { prefix: '' });
   await mha.loadSafetensors(new Uint8Array(0));
+  const shards = [new Uint8Array(0), new ArrayBuffer(0)];
+  const [found]: AttentionModuleInfo[] = await lib.listAttentionModules(shards);
+  await mha.loadSafetensors(shards, { prefix: found.prefix, layout: found.layout, names: found.names });
+  await mha.loadStateDict({}, { names: { qkv: 'qkv', out: 'proj' }, layout: 'qkv-linear' });
   const { inUseBytes } = await lib.heapInfo();
   lib.terminate?.();
   const x: Tensor = { data: new Float32Array(16), shape: [1, 2, 8] };
@@ -29,10 +33,14 @@ export async function usage(): Promise<number> {
     await mha.forward(x, x, x, { need_weights: false });
     // @ts-expect-error proxy is 'auto' or a boolean
     await loadMHA({ proxy: 'worker' });
+    // @ts-expect-error layouts are named
+    await mha.loadSafetensors(shards, { layout: 'llama' });
+    // @ts-expect-error roles are q, k, v, out, qkv
+    await mha.loadSafetensors(shards, { names: { query: 'to_q' } });
     void notAwaited;
   } catch (error) {
     if (!(error instanceof MHAError)) throw error;
   }
   return result.output.data.length + (result.weights?.shape.length ?? 0) + sdpa.shape[0] +
-    build.length + (reason ?? '').length + Number(proxied) + inUseBytes;
+    build.length + (reason ?? '').length + Number(proxied) + inUseBytes + found.qSize;
 }
