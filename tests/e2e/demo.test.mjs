@@ -170,6 +170,8 @@ for (const maskType of ['bool', 'additive']) {
   test(`painting a ${maskType} mask cell makes that weight 0`, async () => {
     const before = await applyAndRun(async () => {
       await chooseRadio('source', 'random');
+      await chooseRadio('attention', 'self');
+      await page.locator('#query-length').fill('12');
       await page.locator('#embed-dim').fill('32');
       await page.locator('#batch').fill('2');
       await page.locator('#causal').uncheck();

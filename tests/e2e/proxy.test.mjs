@@ -1,11 +1,13 @@
 // The proxy in Chromium (loadMHA({ proxy: true }) on a page's main thread, cross-origin isolated):
-// the hostile-input table shared with the in-thread suite, a worker that dies mid-call (ended by
-// lib.terminate() and from outside, as a crash would), dispose() with calls pending, and 1,000
-// calls with a flat heap in the worker (WASM) and on the page (JS).
+// the hostile-input table shared with the in-thread suite, weights from a sharded checkpoint, a
+// worker that dies mid-call (ended by lib.terminate() and from outside, as a crash would),
+// dispose() with calls pending, and 1,000 calls with a flat heap in the worker (WASM) and on the
+// page (JS).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { assertClose, assertMatchesFixture, loadFixture } from '../js/helpers/fixtures.js';
 import { HOSTILE_FIXTURE, hostileTable } from '../js/helpers/hostile_table.js';
+import { expectedOutput, layoutFixture } from '../js/helpers/layout_fixtures.js';
 import { ROOT, launchBrowser } from './harness.mjs';
 import { createStaticServer } from '../../scripts/static_server.mjs';
 
@@ -75,6 +77,16 @@ describe('hostile input through the proxy', () => {
       assertMatchesFixture(result(outcome.valid), fixture);
     });
   });
+});
+
+test('a checkpoint in two shards: listAttentionModules and loadSafetensors({ prefix, layout, names })', async () => {
+  const fixture = layoutFixture('whisper_cross_two_shards_f16');
+  const { modules, output, empty } = await page.evaluate((name) => window.proxyTest.shardedLayout(name), fixture.name);
+  assert.deepEqual(modules.map((m) => [m.prefix, m.layout, m.embedDim, m.qSize]),
+    fixture.config.modules.map((m) => [m.prefix, m.layout, m.embed_dim, m.q_size]));
+  assertClose(tensor(output), expectedOutput(fixture), 'output through the proxy');
+  assert.ok(empty.isMHAError, JSON.stringify(empty));
+  assert.match(empty.message, /listAttentionModules: bytes: expected .* received an empty array/);
 });
 
 test('dispose() with calls pending: they finish, later calls throw', async () => {

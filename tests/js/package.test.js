@@ -1,9 +1,12 @@
 // The package as users get it: `npm pack`, installed offline into an empty
-// project in a temp dir, then the README's quickstart and PyTorch export path
-// run there, and a TypeScript usage example compiles against the declarations.
+// project in a temp dir, then the README's quickstart and its PyTorch / Hugging
+// Face path (save a model in Python, load one layer in JS) run there, and a
+// TypeScript usage example compiles against the declarations.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -90,26 +93,41 @@ describe('npm pack tarball in an empty project', () => {
     assert.match(stdout, /\[ 5, 1, 8 \] \[ 1, 5, 5 \]/);
   });
 
-  test('README PyTorch export loads in JS and matches PyTorch', { skip: !hasTorch() && 'no torch' },
-    async () => {
-      // The README's export, then PyTorch's output on a random input, saved
-      // with the README's own writer.
-      const check = 'x = torch.randn(7, 1, 16)\n' +
+  test('README: a model saved with the three lines of Python, one layer loaded in JS, matches PyTorch',
+    { skip: !hasTorch() && 'no torch' }, async () => {
+      // A BERT-style model of four layers (the generator's module), the README's
+      // three lines, then PyTorch's output of layer 3's attention on the README's input.
+      symlinkSync(ROOT, join(project, 'mha-wasm'));
+      const model = 'import sys; sys.path.insert(0, "mha-wasm/tests/fixtures")\n' +
+        'import torch\n' +
+        'from layout_fixtures import BertAttention, attach, init_params\n' +
+        'model = torch.nn.Module()\n' +
+        'for i in range(4):\n' +
+        '    attach(model, f"bert.encoder.layer.{i}.attention", BertAttention(768, 12))\n' +
+        'init_params(model)\n';
+      const check = 'from safetensors_writer import write_safetensors\n' +
+        'x = torch.full((1, 7, 768), 0.5)\n' +
         'with torch.no_grad():\n' +
-        '    save_safetensors({"x": x, "y": mha(x, x, x)[0]}, "check.safetensors")\n';
-      writeFileSync(join(project, 'export_mha.py'), readmeBlock('# export_mha.py') + check);
-      run(PYTHON, ['export_mha.py'], project);
+        '    y = model.get_submodule("bert.encoder.layer.3.attention")(x, x, x)\n' +
+        'write_safetensors("check.safetensors", {"y": ("F32", y)})\n';
+      writeFileSync(join(project, 'save_model.py'), model + readmeBlock('# save_model.py') + check);
+      run(PYTHON, ['save_model.py'], project);
 
-      writeFileSync(join(project, 'load_mha.mjs'), readmeBlock('// load_mha.mjs'));
-      assert.match(run('node', ['load_mha.mjs'], project), /\[ 7, 1, 16 \]/);
+      writeFileSync(join(project, 'load_layer.mjs'), readmeBlock('// load_layer.mjs'));
+      const stdout = run('node', ['load_layer.mjs'], project);
+      assert.match(stdout, /bert\.encoder\.layer\.3\.attention\./);
+      assert.match(stdout, /\[ 1, 7, 768 \]/);
 
+      // The same layer, its output against PyTorch's.
       const { loadMHA } = await import(join(project, 'node_modules/mha-wasm/web/src/index.js'));
       const lib = await loadMHA();
-      const mha = lib.createMultiheadAttention({ embedDim: 16, numHeads: 2 });
-      mha.loadSafetensors(readFileSync(join(project, 'mha.safetensors')));
+      const mha = lib.createMultiheadAttention({ embedDim: 768, numHeads: 12, batchFirst: true });
+      await mha.loadSafetensors(readFileSync(join(project, 'model.safetensors')),
+        { prefix: 'bert.encoder.layer.3.attention.' });
+      const x = { data: new Float32Array(7 * 768).fill(0.5), shape: [1, 7, 768] };
+      const { output } = await mha.forward(x, x, x, { needWeights: false });
       const { tensors } = readSafetensors(readFileSync(join(project, 'check.safetensors')));
-      const { output } = await mha.forward(tensors.x, tensors.x, tensors.x);
-      assertClose(output, tensors.y, 'PyTorch export');
+      assertClose(output, tensors.y, 'README model, layer 3');
       mha.dispose();
     });
 

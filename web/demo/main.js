@@ -4,6 +4,7 @@ import { engineRunning, listAttentionModules, runRequest, startEngine as loadEng
 import { MaskPainter } from './mask-painter.js';
 import { buildProblem, MAX_PAINTED_LENGTH } from './problem.js';
 import { medianTime, renderResults } from './results-view.js';
+import { parseSafetensors } from './safetensors-file.js';
 import { describeWeightsFile } from './weights-file.js';
 
 const byId = (id) => document.getElementById(id);
@@ -272,6 +273,7 @@ function describeFileContents(name, description, modules) {
 async function loadFile(file) {
   try {
     const bytes = new Uint8Array(await file.arrayBuffer());
+    parseSafetensors(bytes); // a readable error for what is not a .safetensors file
     if (!engineRunning()) await startEngine();
     // The engine reads the headers: which attention modules the file holds, in which layout.
     const modules = await listAttentionModules(bytes);

@@ -4,6 +4,9 @@
 import { MHAError, loadMHA } from '/web/src/browser.js';
 import { fixtureFromBytes, moduleConfig } from '/tests/js/helpers/fixture_data.js';
 import { HOSTILE_FIXTURE, hostileTable } from '/tests/js/helpers/hostile_table.js';
+import {
+  layoutFixtureFromShards, layoutModuleConfig, runLayoutForward, weightOptions,
+} from '/tests/js/helpers/layout_fixture_data.js';
 
 const response = await fetch(`/tests/fixtures/${HOSTILE_FIXTURE}`);
 const fixture = fixtureFromBytes(HOSTILE_FIXTURE, new Uint8Array(await response.arrayBuffer()));
@@ -73,6 +76,26 @@ window.proxyTest = {
     const { data } = await new Promise((resolve) => { worker.onmessage = resolve; });
     worker.terminate();
     return data;
+  },
+
+  // A weight-layout fixture in two shards: the modules listed, the output of the module loaded
+  // with its { prefix, layout, names }, and the error an empty shard list throws here.
+  async shardedLayout(name) {
+    const shards = await Promise.all([1, 2].map(async (i) => new Uint8Array(await (await fetch(
+      `/tests/fixtures/layouts/${name}-0000${i}-of-00002.safetensors`)).arrayBuffer())));
+    const layout = layoutFixtureFromShards(name, shards);
+    const modules = await lib.listAttentionModules(shards);
+    const mha = lib.createMultiheadAttention(layoutModuleConfig(layout.config));
+    await mha.loadSafetensors(shards, weightOptions(layout));
+    const { output } = await runLayoutForward(mha, layout);
+    mha.dispose();
+    let empty = { resolved: true };
+    try {
+      lib.listAttentionModules([]);
+    } catch (error) {
+      empty = errorOf(error);
+    }
+    return { modules, output: plainTensor(output), empty };
   },
 
   terminateByApi() {
