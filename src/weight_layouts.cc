@@ -146,8 +146,10 @@ bool Describe(const ShapeMap& tensors, const AttentionModule& m, AttentionModule
     return false;
   }
   // The output projection reads num_heads value heads: v_size times the
-  // query/key head ratio (grouped-query heads).
-  return out_rows == info->embed_dim && out_cols * info->k_size == info->v_size * info->q_size;
+  // query/key head ratio num_heads / num_kv_heads (grouped-query heads).
+  const int64_t q = info->q_size, k = info->k_size, v = info->v_size;
+  return out_rows == info->embed_dim && q % k == 0 && out_cols % v == 0 &&
+         out_cols / v == q / k;
 }
 
 std::string Quoted(const std::string& s) { return "'" + s + "'"; }
