@@ -9,6 +9,7 @@
 import fs from 'node:fs';
 import { wasmHeapBytes } from './lib/wasm_memory.mjs';
 import { measure } from './lib/timing.mjs';
+import { reportResult } from './lib/child_report.mjs';
 import { isDecode, readDecodeInputs } from './lib/decode.mjs';
 import { config, dataPath, findWorkload, makeInputs, readInputs } from './lib/workloads.mjs';
 import { loadMhaWasm } from './engines/mha_wasm.mjs';
@@ -39,7 +40,7 @@ async function main([engineName, threadsArg, workloadId]) {
   if (!decode && decodePrepare === 'prepareNoCache') throw new Error(`${engineName} runs D rows only`);
   const engine = await load({ threads });
   const longest = workloadId.startsWith('L');
-  const inputs = decode ? readDecodeInputs(w) : longest ? makeInputs(w) : readInputs(w);
+  const inputs = decode ? readDecodeInputs(w) : longest ? makeInputs(w) : await readInputs(w);
   const prepared = await engine[decode ? decodePrepare : 'prepare'](w, inputs);
   const { run, beforeRun } = prepared;
   let result;
@@ -64,12 +65,4 @@ async function main([engineName, threadsArg, workloadId]) {
   };
 }
 
-let report;
-try {
-  report = await main(process.argv.slice(2));
-} catch (error) {
-  report = { error: String(error?.message ?? error).split('\n')[0].slice(0, 400) };
-}
-process.stdout.write(`${JSON.stringify(report)}\n`);
-// Engines' worker threads would keep the process alive.
-process.exit(0);
+await reportResult(main);

@@ -2,9 +2,10 @@
 // 1 and 2 threads, in this one run; prints one Markdown table (stdout) plus
 // the memory, longest-sequence and SIMD-limit results and the issue's targets.
 // Progress goes to stderr. Each measurement runs in a child process of its
-// own with a time cap (bench/child.mjs, bench/native/mha_bench.cc,
-// bench/torch_bench.py), so a failing peer is noted, never fatal.
-//   node bench/run.mjs [workload ids...] [--no-longest]
+// own with a time cap (bench/child.mjs, bench/chromium/child.mjs,
+// bench/native/mha_bench.cc, bench/torch_bench.py), so a failing peer is
+// noted, never fatal.
+//   node bench/run.mjs [workload ids...] [--no-longest] [--no-chromium]
 //   node bench/run.mjs --render   (the report of the last run again, from build/bench/results.json)
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -85,6 +86,17 @@ function decodeArgs(w, threads, runner, cache) {
 const jsChild = (name) => (w, threads) =>
   runChild(process.execPath, [path.join(BENCH_DIR, 'child.mjs'), name, String(threads), w.id]);
 
+// A WebAssembly engine of the W rows on a cross-origin isolated page in
+// Chromium, one fresh browser per measurement (bench/chromium).
+function inChromium(peer, ours = false) {
+  const name = `${peer} in Chromium`;
+  return {
+    name, family: 'chromium', ours, rows: 'W', threads: THREADS,
+    run: (w, threads) => runChild(process.execPath, [path.join(BENCH_DIR, 'chromium/child.mjs'), peer,
+      String(threads), w.id, dataPath(w.id, `${name}-${threads}.out.f32`)]),
+  };
+}
+
 const nativeDecode = (cache) => (w, threads) => (fs.existsSync(DECODE_BENCH)
   ? runChild(DECODE_BENCH, decodeArgs(w, threads, cache ? 'mha' : 'mha no cache', cache))
   : { error: 'not built (see the cmake step above)' });
@@ -99,6 +111,8 @@ const ENGINES = [
   { name: 'onnxruntime-web', family: 'wasm', rows: 'WD', threads: THREADS, run: jsChild('onnxruntime-web') },
   // tfjs-backend-wasm turns its threads off in Node.
   { name: 'tfjs-wasm', family: 'wasm', rows: 'W', threads: [1], run: jsChild('tfjs-wasm') },
+  inChromium('mha-wasm', true),
+  inChromium('onnxruntime-web'),
   {
     name: 'mha', family: 'native', ours: true, rows: 'WD', threads: THREADS,
     run: (w, threads) => (isDecode(w) ? nativeDecode(true)(w, threads) : fs.existsSync(MHA_BENCH)
@@ -291,7 +305,7 @@ function limits(results) {
     if (fs.existsSync(FMA_PEAK)) peaks.native[threads] = bestOfThree(FMA_PEAK, [`threads=${threads}`], 'gflops');
   }
   // The projection GEMM, probed through a forward whose attention is trivial.
-  measureWorkloads([config.gemm], results, ENGINES.filter((e) => e.ours));
+  measureWorkloads([config.gemm], results, ENGINES.filter((e) => e.ours && e.family !== 'chromium'));
   return peaks;
 }
 
@@ -316,6 +330,17 @@ function bandwidth() {
   return probes;
 }
 
+// The CPU as the run saw it: a virtual machine often names only the brand
+// ("AMD EPYC"), so /proc/cpuinfo's family, model and stepping say which.
+function cpuModel() {
+  const cpuinfo = fs.readFileSync('/proc/cpuinfo', 'utf8');
+  const field = (name) => new RegExp(`^${name}\\s*: (.*)$`, 'm').exec(cpuinfo)?.[1];
+  const details = [`family ${field('cpu family')}, model ${field('model')}, stepping ${field('stepping')}`];
+  if (HAS_AVX512) details.push('AVX-512');
+  if (/^flags\s*:.* hypervisor/m.test(cpuinfo)) details.push('virtual machine');
+  return `${os.cpus()[0]?.model ?? 'unknown CPU'} (${details.join('; ')})`;
+}
+
 function machine() {
   const git = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT_DIR, encoding: 'utf8' });
   const version = (name) => {
@@ -325,7 +350,7 @@ function machine() {
   return {
     peers: ['onnxruntime-web', 'onnxruntime-node', '@tensorflow/tfjs-backend-wasm']
       .map((name) => `${name} ${version(name)}`),
-    cpu: os.cpus()[0]?.model ?? 'unknown CPU',
+    cpu: cpuModel(),
     cores: os.availableParallelism(),
     node: process.version,
     commit: git.stdout?.trim() || 'unknown',
@@ -354,7 +379,8 @@ async function main() {
   ensureModels(workloads);
   buildNative();
   const results = {};
-  measureWorkloads(workloads, results);
+  measureWorkloads(workloads, results,
+    argv.includes('--no-chromium') ? ENGINES.filter((e) => e.family !== 'chromium') : ENGINES);
   const longest = argv.includes('--no-longest') || !forwards ? null : longestSequence();
   const peaks = forwards ? limits(results) : null;
   const bandwidths = workloads.some(isDecode) ? bandwidth() : null;

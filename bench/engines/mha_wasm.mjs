@@ -6,43 +6,19 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { cacheBytes, noCacheNotCompared } from '../lib/decode.mjs';
 import { ROOT_DIR, modelPath } from '../lib/workloads.mjs';
+import { createMhaModule, loadMhaThreads, mhaForward } from './forward.mjs';
 
 const ENTRY = path.join(ROOT_DIR, 'web/src/index.js');
 
 export async function loadMhaWasm({ threads }) {
   if (!fs.existsSync(ENTRY)) throw new Error('not built (web/src/index.js is missing)');
   const { loadMHA } = await import(ENTRY);
-  const lib = await loadMHA({ threads });
-  if (lib.info.threads !== threads) {
-    throw new Error(`asked for ${threads} threads, got ${JSON.stringify(lib.info)}`);
-  }
-  const createModule = async (w, config) => {
-    const mha = lib.createMultiheadAttention({ embedDim: w.E, numHeads: w.H, batchFirst: true, ...config });
-    await mha.loadSafetensors(new Uint8Array(fs.readFileSync(modelPath(w, 'safetensors'))));
-    return mha;
-  };
+  const lib = await loadMhaThreads(loadMHA, threads);
+  const createModule = (w, config) =>
+    createMhaModule(lib, w, new Uint8Array(fs.readFileSync(modelPath(w, 'safetensors'))), config);
   return {
     info: lib.info,
-    async prepare(w, inputs) {
-      const mha = await createModule(w, {});
-      const query = { data: inputs.query, shape: [w.B, w.L, w.E] };
-      const key = w.cross ? { data: inputs.key, shape: [w.B, w.S, w.E] } : query;
-      const value = w.cross ? { data: inputs.value, shape: [w.B, w.S, w.E] } : query;
-      const options = {
-        isCausal: w.causal,
-        needWeights: w.needWeights,
-        averageAttnWeights: true,
-        keyPaddingMask: inputs.keyPaddingMask
-          ? { data: inputs.keyPaddingMask, shape: [w.B, w.S] }
-          : undefined,
-      };
-      return {
-        async run() {
-          const { output } = await mha.forward(query, key, value, options);
-          return output.data;
-        },
-      };
-    },
+    prepare: async (w, inputs) => mhaForward(await createModule(w, {}), w, inputs),
     prepareDecode: async (w, inputs) => prepareDecode(lib, await createModule(w, decodeConfig(w)), w, inputs),
     prepareNoCache: async (w, inputs) => prepareNoCache(await createModule(w, decodeConfig(w)), w, inputs),
   };

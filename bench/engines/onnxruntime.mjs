@@ -5,20 +5,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { headDim, isDecode } from '../lib/decode.mjs';
 import { ROOT_DIR, modelPath } from '../lib/workloads.mjs';
+import { ortFeed, ortSession, ortWebOptions } from './forward.mjs';
 
 const ORT_WEB_DIST = path.join(ROOT_DIR, 'node_modules/onnxruntime-web/dist/');
-
-function feeds(ort, w, inputs) {
-  const feed = { query: new ort.Tensor('float32', inputs.query, [w.B, w.L, w.E]) };
-  if (w.cross) {
-    feed.key = new ort.Tensor('float32', inputs.key, [w.B, w.S, w.E]);
-    feed.value = new ort.Tensor('float32', inputs.value, [w.B, w.S, w.E]);
-  }
-  if (inputs.keyPaddingMask) {
-    feed.key_padding_mask = new ort.Tensor('bool', inputs.keyPaddingMask, [w.B, w.S]);
-  }
-  return feed;
-}
 
 // One decoding step: the new rows and the cache before the step as
 // past_key/past_value (MultiHeadAttention returns present = past + new; a
@@ -46,23 +35,15 @@ function engine(ort, sessionOptions) {
     async prepare(w, inputs) {
       // Bytes, not a path: Node's global fetch cannot read files.
       const model = new Uint8Array(fs.readFileSync(modelPath(w, 'onnx')));
-      const session = await ort.InferenceSession.create(model, sessionOptions);
-      const feed = isDecode(w) ? decodeFeeds(ort, w, inputs) : feeds(ort, w, inputs);
-      return {
-        async run() {
-          const result = await session.run(feed);
-          return result.output.data;
-        },
-      };
+      const feed = isDecode(w) ? decodeFeeds(ort, w, inputs) : ortFeed(ort, w, inputs);
+      return ortSession(ort, model, sessionOptions, feed);
     },
   };
 }
 
 export async function loadOrtWeb({ threads }) {
   const ort = await import(path.join(ORT_WEB_DIST, 'ort.wasm.min.mjs'));
-  ort.env.wasm.numThreads = threads;
-  ort.env.wasm.wasmPaths = ORT_WEB_DIST;
-  return engine(ort, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+  return engine(ort, ortWebOptions(ort, threads, ORT_WEB_DIST));
 }
 
 export async function loadOrtNode({ threads }) {

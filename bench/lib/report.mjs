@@ -6,6 +6,9 @@ import { renderDecode } from './report_decode.mjs';
 import { MiB, fixed, outputChecks, shortError } from './format.mjs';
 import { config } from './workloads.mjs';
 
+// The table's sections: engine family -> title.
+const FAMILIES = { wasm: 'WebAssembly in Node', chromium: 'WebAssembly in Chromium', native: 'native' };
+
 function describeWorkload(w) {
   const masks = [w.cross ? 'cross-attention' : 'self-attention'];
   if (w.causal) masks.push('causal');
@@ -54,8 +57,12 @@ function renderForwards({ machine, engines, workloads, results, longest, peaks }
     'longest L=S (E=256, H=4, causal)'];
   out(`| ${header.join(' | ')} |`);
   out(`|${header.map(() => '---').join('|')}|`);
-  for (const family of ['wasm', 'native']) {
-    out(`| **${family === 'wasm' ? 'WebAssembly in Node' : 'native'}** |${' |'.repeat(header.length - 1)}`);
+  const anyResult = (engine, key) => Object.values(results[engine] ?? {})
+    .flatMap((byId) => Object.values(byId)).find((r) => r[key])?.[key];
+  // A family with no results at all (Chromium with --no-chromium) is left out.
+  const measured = (family) => engines.some((e) => e.family === family && results[e.name]);
+  for (const family of Object.keys(FAMILIES).filter(measured)) {
+    out(`| **${FAMILIES[family]}** |${' |'.repeat(header.length - 1)}`);
     for (const engine of engines.filter((e) => e.family === family)) {
       for (const threads of [1, 2]) {
         const cells = [engine.name, String(threads)];
@@ -73,7 +80,7 @@ function renderForwards({ machine, engines, workloads, results, longest, peaks }
           }
         }
         const w6 = get(engine.name, threads, 'W6');
-        if (!w6 || w6.error) cells.push('');
+        if (!w6 || w6.error || family === 'chromium') cells.push('');
         else if (family === 'wasm') cells.push(`heap ${(w6.heapBytes / MiB).toFixed(0)} MiB`);
         else cells.push(`RSS ${(w6.maxRssBytes / MiB).toFixed(0)} MiB`);
         const search = longest?.[engine.name];
@@ -93,6 +100,16 @@ function renderForwards({ machine, engines, workloads, results, longest, peaks }
   out('n/a: tfjs-backend-wasm turns its threads off in Node (its WASM_HAS_MULTITHREAD_SUPPORT ' +
       'flag is false there; forced on, it loads the threaded build but runs one thread).');
   out();
+  const page = anyResult('mha-wasm in Chromium', 'info');
+  if (measured('chromium')) {
+    out(`In Chromium (${anyResult('mha-wasm in Chromium', 'browser') ?? 'version unknown'}): the same ` +
+        'engines, inputs, timing rule and output check on a cross-origin isolated page (COOP/COEP, ' +
+        'bench/chromium), one fresh browser per measurement at the run\'s priority, each loaded from ' +
+        'the page\'s main thread as a page would: mha-wasm with `loadMHA({ threads })` (proxy ' +
+        `'auto': the engine runs in the package's worker${page ? `; build ${page.build}` : ''}), ` +
+        'onnxruntime-web with its defaults (on the main thread).');
+    out();
+  }
   out('Memory: WebAssembly engines report the size of their WebAssembly heap after W6 (the peak: ' +
       'it never shrinks); native engines the peak RSS of the process that ran W6 (runtime ' +
       'included). The longest-sequence search doubles L = S from ' +
@@ -100,13 +117,12 @@ function renderForwards({ machine, engines, workloads, results, longest, peaks }
       `process capped at ${config.longest.timeLimitSeconds} s, inside WebAssembly's 4 GiB limit.`);
   out();
 
-  const anyResult = (engine, key) => Object.values(results[engine] ?? {})
-    .flatMap((byId) => Object.values(byId)).find((r) => r[key])?.[key];
   const torch = anyResult('pytorch', 'torch');
   const info = anyResult('mha-wasm', 'info');
   out(`Versions: ${machine.peers.join(', ')}` +
       (torch ? `, PyTorch ${torch} on ${anyResult('pytorch', 'blas')}` : '') +
       (info ? `; mha-wasm ${info.version} (${info.build}, ${info.target ?? 'target unknown'})` : '') +
+      (page ? `, in Chromium ${page.build}` : '') +
       (anyResult('mha', 'target') ? `; mha on Highway target ${anyResult('mha', 'target')}` : '') + '.');
   out();
 
@@ -207,6 +223,13 @@ function evaluateTargets(get, longest, peaks) {
   }
   atLeast('WASM 2 threads, onnxruntime-web/mha-wasm on W2', ratioOf('onnxruntime-web', 'mha-wasm', 2, 'W2'), 1.8);
   atLeast('WASM 2 threads, onnxruntime-web/mha-wasm on W6', ratioOf('onnxruntime-web', 'mha-wasm', 2, 'W6'), 3);
+  for (const w of config.workloads) {
+    const node = ratioOf('onnxruntime-web', 'mha-wasm', 2, w.id);
+    const page = ratioOf('onnxruntime-web in Chromium', 'mha-wasm in Chromium', 2, w.id);
+    const both = page && node ? ` (×${page.toFixed(2)} in Chromium, ×${node.toFixed(2)} in Node)` : '';
+    atLeast(`WASM 2 threads, onnxruntime-web/mha-wasm on ${w.id} in Chromium over the same in Node${both}`,
+      page && node && page / node, 0.9);
+  }
   const heap = get('mha-wasm', 2, 'W6')?.heapBytes;
   targets.push({ name: 'mha-wasm W6 peak heap, MiB', value: heap && heap / MiB, goal: '<= 128',
     met: heap / MiB <= 128 });

@@ -3,8 +3,9 @@
 // (at least one: onnxruntime-web needs about five to settle), then repeat for
 // about budgetMs within [minReps, maxReps]; report the median. `before`, when
 // given, runs (and is awaited) ahead of every run outside the timed span (a
-// decoding step's cache rollback).
-import { config } from './workloads.mjs';
+// decoding step's cache rollback). No Node code: the Chromium page
+// (bench/chromium) imports it too; `timing` is workloads.json's "timing" or
+// "decodeTiming".
 
 function median(values) {
   const sorted = [...values].sort((a, b) => a - b);
@@ -19,7 +20,7 @@ async function timeOnce(run, before) {
   return performance.now() - start;
 }
 
-export async function measure(run, timing = config.timing, before = undefined) {
+export async function measure(run, timing, before = undefined) {
   let warmup = await timeOnce(run, before);
   let last = warmup;
   for (let i = 1; i < timing.warmupReps && warmup + last < timing.warmupMs; i++) {

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRng } from '../../web/demo/random.js';
+import { inputsFrom } from './inputs.mjs';
 
 export const BENCH_DIR = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 export const ROOT_DIR = path.dirname(BENCH_DIR);
@@ -95,13 +96,5 @@ export function readFloats(file) {
   return new Float32Array(new Uint8Array(fs.readFileSync(file)).buffer);
 }
 
-// What writeInputs wrote; self-attention gets the query object itself back as key and value.
-export function readInputs(w) {
-  const query = readFloats(dataPath(w.id, 'query.f32'));
-  return {
-    query,
-    key: w.cross ? readFloats(dataPath(w.id, 'key.f32')) : query,
-    value: w.cross ? readFloats(dataPath(w.id, 'value.f32')) : query,
-    keyPaddingMask: w.kpmLengths ? new Uint8Array(fs.readFileSync(dataPath(w.id, 'kpm.u8'))) : null,
-  };
-}
+// What writeInputs wrote (a Promise).
+export const readInputs = (w) => inputsFrom(w, (name) => fs.readFileSync(dataPath(w.id, name)));
