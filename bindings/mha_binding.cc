@@ -84,10 +84,15 @@ val SpecsToJS(const std::vector<ParameterSpec>& specs) {
   return list;
 }
 
-// {ptr, shape}
+// {ptr, shape}; undefined or null: absent (key and value with a cache).
 TensorView TensorFrom(const val& tensor) {
+  if (tensor.isUndefined() || tensor.isNull()) return TensorView();
   return TensorView{reinterpret_cast<const float*>(tensor["ptr"].as<uintptr_t>()),
                     ShapeFrom(tensor["shape"])};
+}
+
+KVCacheDtype DtypeFrom(const val& dtype) {
+  return dtype.as<std::string>() == "float16" ? KVCacheDtype::kFloat16 : KVCacheDtype::kFloat32;
 }
 
 // undefined, or {bool: true|false, ptr, shape}
@@ -185,6 +190,39 @@ int ListAttentionModulesBinding(const val& shards, CallResult& result) {
   return result.Record(status);
 }
 
+// A KVCache for JS: made by MultiheadAttentionBinding::createKVCache or
+// createFree (the functional form's).
+class KVCacheBinding {
+ public:
+  // config: {batch_size, num_kv_heads, head_dim, v_head_dim, max_length, dtype}
+  int createFree(const val& config, CallResult& result) {
+    KVCacheConfig c;
+    c.batch_size = Dim(config["batch_size"]);
+    c.num_kv_heads = Dim(config["num_kv_heads"]);
+    c.head_dim = Dim(config["head_dim"]);
+    c.v_head_dim = Dim(config["v_head_dim"]);
+    c.max_length = Dim(config["max_length"]);
+    c.dtype = DtypeFrom(config["dtype"]);
+    return result.Record(KVCache::Create(c, &cache_));
+  }
+  double length() const { return static_cast<double>(cache_->length()); }
+  double maxLength() const { return static_cast<double>(cache_->config().max_length); }
+  double batchSize() const { return static_cast<double>(cache_->config().batch_size); }
+  std::string dtype() const { return KVCacheDtypeName(cache_->config().dtype); }
+  int truncate(double length, CallResult& result) {
+    return result.Record(cache_->Truncate(static_cast<int64_t>(length)));
+  }
+
+  std::unique_ptr<KVCache> cache_;
+};
+
+// options["cache"]: a KVCacheBinding or undefined.
+KVCache* CacheFrom(const val& options) {
+  const val cache = options["cache"];
+  if (cache.isUndefined() || cache.isNull()) return nullptr;
+  return cache.as<KVCacheBinding*>(emscripten::allow_raw_pointers())->cache_.get();
+}
+
 class MultiheadAttentionBinding {
  public:
   // config: the core's field names; JS fills defaults and checks types.
@@ -201,7 +239,22 @@ class MultiheadAttentionBinding {
     c.qk_head_dim = Dim(config["qk_head_dim"]);
     c.v_head_dim = Dim(config["v_head_dim"]);
     c.dropout = config["dropout"].as<float>();
+    c.num_kv_heads = Dim(config["num_kv_heads"]);
+    const val rotary = config["rotary"];
+    if (!rotary.isUndefined()) {
+      c.rotary.enabled = true;
+      c.rotary.dim = Dim(rotary["dim"]);
+      c.rotary.base = rotary["base"].as<double>();
+      c.rotary.interleaved = rotary["interleaved"].as<bool>();
+    }
     return result.Record(MultiheadAttention::Create(c, &module_));
+  }
+
+  int createKVCache(KVCacheBinding& out, double batch_size, double max_length,
+                    const val& dtype, CallResult& result) {
+    return result.Record(module_->CreateKVCache(static_cast<int64_t>(batch_size),
+                                                static_cast<int64_t>(max_length),
+                                                DtypeFrom(dtype), &out.cache_));
   }
 
   // [{name, shape}] in state_dict order.
@@ -263,7 +316,8 @@ class MultiheadAttentionBinding {
     return result.Record(module_->LoadSafetensors(file, o));
   }
 
-  // options: {key_padding_mask, attn_mask, need_weights, average_attn_weights, is_causal}
+  // options: {key_padding_mask, attn_mask, need_weights, average_attn_weights, is_causal,
+  // cache}; key and value may be null with a cache.
   int forward(const val& query, const val& key, const val& value, const val& options,
               CallResult& result) {
     ForwardOptions o;
@@ -272,6 +326,7 @@ class MultiheadAttentionBinding {
     o.need_weights = options["need_weights"].as<bool>();
     o.average_attn_weights = options["average_attn_weights"].as<bool>();
     o.is_causal = options["is_causal"].as<bool>();
+    o.cache = CacheFrom(options);
     ForwardResult out;
     const Status status = module_->Forward(TensorFrom(query), TensorFrom(key),
                                            TensorFrom(value), o, &out, g_pool.get());
@@ -284,13 +339,15 @@ class MultiheadAttentionBinding {
   std::unique_ptr<MultiheadAttention> module_;
 };
 
-// options: {attn_mask, is_causal, scale}
+// options: {attn_mask, is_causal, scale, enable_gqa, cache}
 int ScaledDotProductAttentionBinding(const val& query, const val& key, const val& value,
                                      const val& options, CallResult& result) {
   SdpaOptions o;
   o.attn_mask = MaskFrom(options["attn_mask"]);
   o.is_causal = options["is_causal"].as<bool>();
   o.scale = options["scale"].as<float>();
+  o.enable_gqa = options["enable_gqa"].as<bool>();
+  o.cache = CacheFrom(options);
   return result.Record(ScaledDotProductAttention(TensorFrom(query), TensorFrom(key),
                                                  TensorFrom(value), o, &result.output,
                                                  g_pool.get()));
@@ -322,7 +379,16 @@ EMSCRIPTEN_BINDINGS(mha) {
       .function("loadStateDict", &MultiheadAttentionBinding::loadStateDict)
       .function("weightSources", &MultiheadAttentionBinding::weightSources)
       .function("loadSafetensors", &MultiheadAttentionBinding::loadSafetensors)
+      .function("createKVCache", &MultiheadAttentionBinding::createKVCache)
       .function("forward", &MultiheadAttentionBinding::forward);
+  emscripten::class_<KVCacheBinding>("KVCache")
+      .constructor<>()
+      .function("createFree", &KVCacheBinding::createFree)
+      .function("length", &KVCacheBinding::length)
+      .function("maxLength", &KVCacheBinding::maxLength)
+      .function("batchSize", &KVCacheBinding::batchSize)
+      .function("dtype", &KVCacheBinding::dtype)
+      .function("truncate", &KVCacheBinding::truncate);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "src/multihead_attention.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -41,12 +42,32 @@ Status MultiheadAttention::Create(const MultiheadAttentionConfig& config,
       c.qk_head_dim > kMaxDim || c.v_head_dim > kMaxDim) {
     return Status::InvalidArgument("config: dims above 2^24 are not supported");
   }
+  if (c.num_kv_heads < 0 || c.num_kv_heads > c.num_heads ||
+      (c.num_kv_heads > 0 && c.num_heads % c.num_kv_heads != 0)) {
+    return Status::InvalidArgument("num_kv_heads: expected a divisor of num_heads (" +
+                                   std::to_string(c.num_heads) + ") or 0 for num_heads, got " +
+                                   std::to_string(c.num_kv_heads));
+  }
   MultiheadAttentionConfig resolved = c;
   const int64_t head_dim = c.embed_dim / c.num_heads;
   if (resolved.kdim == 0) resolved.kdim = c.embed_dim;
   if (resolved.vdim == 0) resolved.vdim = c.embed_dim;
   if (resolved.qk_head_dim == 0) resolved.qk_head_dim = head_dim;
   if (resolved.v_head_dim == 0) resolved.v_head_dim = head_dim;
+  if (resolved.num_kv_heads == 0) resolved.num_kv_heads = c.num_heads;
+  if (c.rotary.enabled) {
+    RotaryConfig& r = resolved.rotary;
+    if (r.dim == 0) r.dim = resolved.qk_head_dim;
+    if (r.dim < 0 || r.dim % 2 != 0 || r.dim > resolved.qk_head_dim) {
+      return Status::InvalidArgument("rotary.dim: expected an even number of features <= "
+                                     "qk_head_dim (" + std::to_string(resolved.qk_head_dim) +
+                                     "), got " + std::to_string(r.dim));
+    }
+    if (!(r.base > 0.0 && r.base < 1e300)) {
+      return Status::InvalidArgument("rotary.base: expected a positive finite number, got " +
+                                     std::to_string(r.base));
+    }
+  }
   try {
     out->reset(new MultiheadAttention(resolved));
   } catch (const std::exception&) {
@@ -62,32 +83,54 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionConfig& config)
   m.embed_dim = c.embed_dim;
   m.kdim = c.kdim;
   m.vdim = c.vdim;
+  static std::atomic<uint64_t> next_id{1};
+  m.id = next_id.fetch_add(1);
   m.qk = c.num_heads * c.qk_head_dim;
   m.vv = c.num_heads * c.v_head_dim;
+  m.kk = c.num_kv_heads * c.qk_head_dim;
+  m.kv = c.num_kv_heads * c.v_head_dim;
   m.in_proj_packed = c.kdim == c.embed_dim && c.vdim == c.embed_dim && m.qk == c.embed_dim &&
-                     m.vv == c.embed_dim;
-  const int64_t q_size = m.qk * c.embed_dim, k_size = m.qk * c.kdim, v_size = m.vv * c.vdim;
+                     m.vv == c.embed_dim && c.num_kv_heads == c.num_heads;
+  const int64_t q_size = m.qk * c.embed_dim, k_size = m.kk * c.kdim, v_size = m.kv * c.vdim;
   m.in_weight.assign(q_size + k_size + v_size, 0.0f);
   if (c.bias) {
-    m.in_bias.assign(2 * m.qk + m.vv, 0.0f);
+    m.in_bias.assign(m.qk + m.kk + m.kv, 0.0f);
     m.out_bias.assign(c.embed_dim, 0.0f);
   }
   if (c.add_bias_kv) {
-    m.bias_k.assign(m.qk, 0.0f);
-    m.bias_v.assign(m.vv, 0.0f);
+    m.bias_k.assign(m.kk, 0.0f);
+    m.bias_v.assign(m.kv, 0.0f);
   }
   m.out_weight.assign(c.embed_dim * m.vv, 0.0f);
   const float* b = c.bias ? m.in_bias.data() : nullptr;
   m.q_proj.Reset(m.in_weight.data(), b, m.qk, c.embed_dim);
-  m.k_proj.Reset(m.in_weight.data() + q_size, b ? b + m.qk : nullptr, m.qk, c.kdim);
-  m.v_proj.Reset(m.in_weight.data() + q_size + k_size, b ? b + 2 * m.qk : nullptr, m.vv, c.vdim);
+  m.k_proj.Reset(m.in_weight.data() + q_size, b ? b + m.qk : nullptr, m.kk, c.kdim);
+  m.v_proj.Reset(m.in_weight.data() + q_size + k_size, b ? b + m.qk + m.kk : nullptr, m.kv,
+                 c.vdim);
   if (c.kdim == c.embed_dim && c.vdim == c.embed_dim) {
-    m.qkv_proj.Reset(m.in_weight.data(), b, 2 * m.qk + m.vv, c.embed_dim);
+    m.qkv_proj.Reset(m.in_weight.data(), b, m.qk + m.kk + m.kv, c.embed_dim);
   }
   m.out_proj.Reset(m.out_weight.data(), c.bias ? m.out_bias.data() : nullptr, c.embed_dim, m.vv);
 }
 
 MultiheadAttention::~MultiheadAttention() = default;
+
+Status MultiheadAttention::CreateKVCache(int64_t batch_size, int64_t max_length,
+                                         KVCacheDtype dtype,
+                                         std::unique_ptr<KVCache>* out) const {
+  if (config_.add_bias_kv || config_.add_zero_attn) {
+    return Status::InvalidArgument(
+        "cache: a module with add_bias_kv or add_zero_attn cannot decode with a cache");
+  }
+  KVCacheConfig c;
+  c.batch_size = batch_size;
+  c.num_kv_heads = config_.num_kv_heads;
+  c.head_dim = config_.qk_head_dim;
+  c.v_head_dim = config_.v_head_dim;
+  c.max_length = max_length;
+  c.dtype = dtype;
+  return KVCache::CreateOwned(c, impl_->id, out);
+}
 
 std::vector<ParameterSpec> MultiheadAttention::Parameters() const {
   const Impl& m = *impl_;
@@ -97,13 +140,13 @@ std::vector<ParameterSpec> MultiheadAttention::Parameters() const {
     specs.push_back({"in_proj_weight", {3 * c.embed_dim, c.embed_dim}});
   } else {
     specs.push_back({"q_proj_weight", {m.qk, c.embed_dim}});
-    specs.push_back({"k_proj_weight", {m.qk, c.kdim}});
-    specs.push_back({"v_proj_weight", {m.vv, c.vdim}});
+    specs.push_back({"k_proj_weight", {m.kk, c.kdim}});
+    specs.push_back({"v_proj_weight", {m.kv, c.vdim}});
   }
-  if (c.bias) specs.push_back({"in_proj_bias", {2 * m.qk + m.vv}});
+  if (c.bias) specs.push_back({"in_proj_bias", {m.qk + m.kk + m.kv}});
   if (c.add_bias_kv) {
-    specs.push_back({"bias_k", {1, 1, m.qk}});
-    specs.push_back({"bias_v", {1, 1, m.vv}});
+    specs.push_back({"bias_k", {1, 1, m.kk}});
+    specs.push_back({"bias_v", {1, 1, m.kv}});
   }
   specs.push_back({"out_proj.weight", {c.embed_dim, m.vv}});
   if (c.bias) specs.push_back({"out_proj.bias", {c.embed_dim}});
@@ -118,10 +161,10 @@ std::vector<ParameterSpec> MultiheadAttention::AcceptedParameters() const {
   if (config_.kdim == config_.embed_dim && config_.vdim == config_.embed_dim) {
     if (m.in_proj_packed) {
       specs.push_back({"q_proj_weight", {m.qk, config_.embed_dim}});
-      specs.push_back({"k_proj_weight", {m.qk, config_.embed_dim}});
-      specs.push_back({"v_proj_weight", {m.vv, config_.embed_dim}});
+      specs.push_back({"k_proj_weight", {m.kk, config_.embed_dim}});
+      specs.push_back({"v_proj_weight", {m.kv, config_.embed_dim}});
     } else {
-      specs.push_back({"in_proj_weight", {2 * m.qk + m.vv, config_.embed_dim}});
+      specs.push_back({"in_proj_weight", {m.qk + m.kk + m.kv, config_.embed_dim}});
     }
   }
   return specs;
@@ -166,7 +209,7 @@ Status MultiheadAttention::LoadParameter(const std::string& name, const float* d
   MHA_RETURN_IF_ERROR(CheckParameter(name, data, shape));
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mutex);
-  const int64_t q_size = m.qk * m.embed_dim, k_size = m.qk * m.kdim;
+  const int64_t q_size = m.qk * m.embed_dim, k_size = m.kk * m.kdim;
   float* dst = nullptr;
   if (name == "in_proj_weight" || name == "q_proj_weight") dst = m.in_weight.data();
   if (name == "k_proj_weight") dst = m.in_weight.data() + q_size;

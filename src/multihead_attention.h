@@ -28,6 +28,27 @@
 //   dense 0 * NaN would spread it.
 // - dropout is accepted and ignored: this is inference (eval mode).
 //
+// Decoding (DESIGN.md, "Decoding: KV cache, grouped-query heads, rotary
+// positions"):
+// - num_kv_heads (Hkv, dividing num_heads H): keys and values project to Hkv
+//   heads and query head h reads key/value head h / (H / Hkv). Parameters are
+//   then q_proj_weight (H*qk_head_dim, E), k_proj_weight (Hkv*qk_head_dim,
+//   kdim), v_proj_weight (Hkv*v_head_dim, vdim), in_proj_bias (q, k, v),
+//   bias_k (1, 1, Hkv*qk_head_dim), bias_v (1, 1, Hkv*v_head_dim).
+// - rotary: after projection and bias, the first rotary.dim features of every
+//   query and key head turn by position * base^(-2i/dim) for pair i; pairs
+//   are (i, i + dim/2) or, interleaved, (2i, 2i+1). Positions start at 0, or
+//   at the cache's length P with a cache. bias_k and zero-attention keys are
+//   not rotated.
+// - options.cache (from CreateKVCache): key/value hold only the S_new new
+//   rows (or are both empty TensorView{}: nothing is appended); they are
+//   projected, rotated and appended at positions P.., and the queries attend
+//   to all T = P + S_new keys the cache then holds. Query i has position P+i;
+//   is_causal lets it attend keys j <= P + i. Masks and weights span the T
+//   keys: key_padding_mask (N, T), attn_mask (L, T) or (N*H, L, T), weights
+//   (N, L, T) or (N, H, L, T). add_bias_kv / add_zero_attn exclude a cache.
+//   On any error the cache is left as it was.
+//
 // Thread safety: Forward on one module is serialised internally; distinct
 // modules may run concurrently (sharing a pool serialises their ParallelFor).
 #ifndef MHA_SRC_MULTIHEAD_ATTENTION_H_
@@ -41,6 +62,7 @@
 #include <string>
 #include <vector>
 
+#include "src/kv_cache.h"
 #include "src/safetensors.h"
 #include "src/status.h"
 #include "src/tensor.h"
@@ -48,6 +70,14 @@
 #include "src/weight_layouts.h"
 
 namespace mha {
+
+// Rotary position embedding (RoPE) on queries and keys.
+struct RotaryConfig {
+  bool enabled = false;
+  int64_t dim = 0;          // features rotated per head: even, <= qk_head_dim; 0: qk_head_dim
+  double base = 10000.0;    // > 0
+  bool interleaved = false; // pairs (2i, 2i+1) (GPT-J); else (i, i + dim/2) (GPT-NeoX, Llama)
+};
 
 struct MultiheadAttentionConfig {
   int64_t embed_dim = 0;   // required, > 0
@@ -61,6 +91,8 @@ struct MultiheadAttentionConfig {
   int64_t qk_head_dim = 0; // 0: embed_dim / num_heads (which must then divide)
   int64_t v_head_dim = 0;  // 0: embed_dim / num_heads
   float dropout = 0.0f;    // ignored (eval)
+  int64_t num_kv_heads = 0;  // 0: num_heads; else must divide num_heads
+  RotaryConfig rotary;       // off unless rotary.enabled
 };
 
 struct ForwardOptions {
@@ -69,6 +101,8 @@ struct ForwardOptions {
   bool need_weights = true;
   bool average_attn_weights = true;
   bool is_causal = false;
+  // Optional: a cache made by this module's CreateKVCache.
+  KVCache* cache = nullptr;
 };
 
 struct ForwardResult {
@@ -134,7 +168,14 @@ class MultiheadAttention {
   Status WeightSources(const ShapeMap& tensors, const WeightOptions& options,
                        std::vector<std::string>* names) const;
 
-  // `pool` may be null (runs on the calling thread).
+  // A cache of this module's key/value heads and head dims for batches of
+  // batch_size, holding up to max_length keys; all its memory is allocated
+  // here. It may outlive the module.
+  Status CreateKVCache(int64_t batch_size, int64_t max_length, KVCacheDtype dtype,
+                       std::unique_ptr<KVCache>* out) const;
+
+  // `pool` may be null (runs on the calling thread). key and value may both
+  // be empty (TensorView{}) only with options.cache.
   Status Forward(const TensorView& query, const TensorView& key, const TensorView& value,
                  const ForwardOptions& options, ForwardResult* result,
                  ThreadPool* pool = nullptr);
@@ -157,10 +198,20 @@ class MultiheadAttention {
 // (3-D). attn_mask broadcasts to (B, H, L, S): bool true = MAY attend, float is
 // added. is_causal masks j > i (top-left); it may not be combined with a mask.
 // scale: 0 means 1/sqrt(E). Rows with no attendable key are NaN.
+// enable_gqa: key and value may have Hkv heads, dividing the query's H; query
+// head h reads head h / (H / Hkv) (PyTorch 2.5).
+// cache (from KVCache::Create, not a module's): key and value hold only the
+// S_new new rows (B, Hkv, S_new, E) (or are both empty: nothing appended),
+// appended at positions P..; queries attend to all T = P + S_new cached keys;
+// the mask broadcasts to (B, H, L, T); is_causal lets query i attend keys
+// j <= P + i. The cache's batch_size, num_kv_heads, head_dim and v_head_dim
+// must be B, Hkv, E and Ev. On any error the cache is left as it was.
 struct SdpaOptions {
   MaskView attn_mask;
   bool is_causal = false;
   float scale = 0.0f;
+  bool enable_gqa = false;
+  KVCache* cache = nullptr;
 };
 
 Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,

@@ -9,13 +9,15 @@
 #include "src/linear.h"
 #include "src/multihead_attention.h"
 #include "src/multihead_attention_impl.h"
+#include "src/rotary.h"
 
 namespace mha {
 namespace {
 
 struct Dims {
   bool batched = false;
-  int64_t L = 0, S = 0, N = 1;
+  int64_t L = 0, S = 0, N = 1;  // S: new keys (the key argument's rows)
+  int64_t P = 0;                // keys in the cache before the call
 };
 
 std::string Expected(const Shape& shape, const std::string& names) {
@@ -58,48 +60,94 @@ Status CheckMask(const char* arg, const MaskView& mask, const std::vector<Shape>
                                  ", got " + ShapeString(mask.shape));
 }
 
-Status CheckForward(const MultiheadAttentionConfig& c, const TensorView& query,
-                    const TensorView& key, const TensorView& value, const ForwardOptions& o,
-                    Dims* dims) {
+bool Absent(const TensorView& t) { return t.data == nullptr && t.shape.empty(); }
+
+// A cache must be this module's, fit the batch and the new keys.
+Status CheckCache(const MultiheadAttentionConfig& c, uint64_t module_id, const KVCache& cache,
+                  const Dims& dims) {
+  if (c.add_bias_kv || c.add_zero_attn) {
+    return Status::InvalidArgument("cache: add_bias_kv and add_zero_attn cannot be used with a "
+                                   "cache");
+  }
+  if (cache.owner() != module_id) {
+    return Status::InvalidArgument(
+        cache.Describe() + (cache.owner() == 0 ? " was made by createKVCache for "
+                                                 "scaled_dot_product_attention"
+                                               : " belongs to another module") +
+        "; use this module's createKVCache");
+  }
+  if (cache.config().batch_size != dims.N) {
+    return Status::InvalidArgument(cache.Describe() + " holds batch size " +
+                                   std::to_string(cache.config().batch_size) +
+                                   ", but query has batch size " + std::to_string(dims.N));
+  }
+  return cache.CheckAppend(dims.S);
+}
+
+Status CheckForward(const MultiheadAttentionConfig& c, uint64_t module_id,
+                    const TensorView& query, const TensorView& key, const TensorView& value,
+                    const ForwardOptions& o, Dims* dims) {
   const size_t rank = query.shape.size();
   if (rank != 2 && rank != 3) {
     return Status::InvalidArgument("query: expected a 3-D (L, N, E) / (N, L, E) or 2-D (L, E) "
                                    "tensor, got shape " + ShapeString(query.shape));
   }
-  if (key.shape.size() != rank || value.shape.size() != rank) {
+  const bool no_keys = Absent(key) && Absent(value);
+  if (no_keys && o.cache == nullptr) {
+    return Status::InvalidArgument("key, value: required without a cache");
+  }
+  if (!no_keys && (key.shape.size() != rank || value.shape.size() != rank)) {
     return Status::InvalidArgument("key, value: expected " + std::to_string(rank) +
                                    "-D tensors like query " + ShapeString(query.shape) +
+                                   (o.cache != nullptr ? " (or both absent with a cache)" : "") +
                                    ", got key " + ShapeString(key.shape) + " and value " +
                                    ShapeString(value.shape));
   }
   dims->batched = rank == 3;
   const bool bf = c.batch_first && dims->batched;
   dims->L = query.shape[bf ? 1 : 0];
-  dims->S = key.shape[bf ? 1 : 0];
+  dims->S = no_keys ? 0 : key.shape[bf ? 1 : 0];
   if (dims->batched) dims->N = query.shape[bf ? 0 : 1];
   MHA_RETURN_IF_ERROR(CheckInput("query", "L", query, *dims, dims->L, c.embed_dim, bf));
-  MHA_RETURN_IF_ERROR(CheckInput("key", "S", key, *dims, dims->S, c.kdim, bf));
-  MHA_RETURN_IF_ERROR(CheckInput("value", "S", value, *dims, dims->S, c.vdim, bf));
-  if (dims->S == 0 && !c.add_bias_kv && !c.add_zero_attn) {
-    return Status::InvalidArgument("key: expected at least one key (S >= 1), got shape " +
-                                   ShapeString(key.shape));
+  if (!no_keys) {
+    MHA_RETURN_IF_ERROR(CheckInput("key", "S", key, *dims, dims->S, c.kdim, bf));
+    MHA_RETURN_IF_ERROR(CheckInput("value", "S", value, *dims, dims->S, c.vdim, bf));
   }
-  const int64_t N = dims->N, L = dims->L, S = dims->S, H = c.num_heads;
+  if (o.cache != nullptr) {
+    MHA_RETURN_IF_ERROR(CheckCache(c, module_id, *o.cache, *dims));
+    dims->P = o.cache->length();
+  }
+  // Keys attended: the cache's and the new ones.
+  const int64_t N = dims->N, L = dims->L, T = dims->P + dims->S, H = c.num_heads;
+  if (T == 0 && !c.add_bias_kv && !c.add_zero_attn) {
+    return Status::InvalidArgument(o.cache != nullptr
+        ? "key: expected at least one key; the cache is empty and key is absent"
+        : "key: expected at least one key (S >= 1), got shape " + ShapeString(key.shape));
+  }
+  const std::string keys = o.cache != nullptr ? "T" : "S";
+  const std::string cached = o.cache != nullptr
+      ? " (T = " + std::to_string(T) + ": the cache's " + std::to_string(dims->P) + " keys and " +
+            std::to_string(dims->S) + " new)"
+      : "";
   if (dims->batched) {
-    MHA_RETURN_IF_ERROR(CheckMask("key_padding_mask", o.key_padding_mask, {{N, S}}, "(N, S)"));
-    MHA_RETURN_IF_ERROR(
-        CheckMask("attn_mask", o.attn_mask, {{L, S}, {N * H, L, S}}, "(L, S) or (N*num_heads, L, S)"));
+    MHA_RETURN_IF_ERROR(CheckMask("key_padding_mask", o.key_padding_mask, {{N, T}},
+                                  "(N, " + keys + ")" + cached));
+    MHA_RETURN_IF_ERROR(CheckMask("attn_mask", o.attn_mask, {{L, T}, {N * H, L, T}},
+                                  "(L, " + keys + ") or (N*num_heads, L, " + keys + ")" + cached));
   } else {
-    MHA_RETURN_IF_ERROR(CheckMask("key_padding_mask", o.key_padding_mask, {{S}}, "(S) for unbatched input"));
-    MHA_RETURN_IF_ERROR(
-        CheckMask("attn_mask", o.attn_mask, {{L, S}, {H, L, S}}, "(L, S) or (num_heads, L, S) for unbatched input"));
+    MHA_RETURN_IF_ERROR(CheckMask("key_padding_mask", o.key_padding_mask, {{T}},
+                                  "(" + keys + ") for unbatched input" + cached));
+    MHA_RETURN_IF_ERROR(CheckMask("attn_mask", o.attn_mask, {{L, T}, {H, L, T}},
+                                  "(L, " + keys + ") or (num_heads, L, " + keys +
+                                      ") for unbatched input" + cached));
   }
-  // The largest buffers (projections, per-head weights, a converted 3-D mask)
-  // must be addressable, or their sizes and offsets would wrap around.
-  const double keys = S + (c.add_bias_kv ? 1 : 0) + (c.add_zero_attn ? 1 : 0);
-  const double projections = static_cast<double>(N) * std::max(L, S) *
+  // The largest buffers (projections, per-head weights, a converted 3-D mask,
+  // a float16 cache converted to float32) must be addressable, or their sizes
+  // and offsets would wrap around.
+  const double all_keys = T + (c.add_bias_kv ? 1 : 0) + (c.add_zero_attn ? 1 : 0);
+  const double projections = static_cast<double>(N) * std::max({L, dims->S, T}) *
       (3.0 * std::max({c.embed_dim, c.kdim, c.vdim}) + 3.0 * H * std::max(c.qk_head_dim, c.v_head_dim));
-  const double weights = o.need_weights ? static_cast<double>(N) * H * L * keys : 0.0;
+  const double weights = o.need_weights ? static_cast<double>(N) * H * L * all_keys : 0.0;
   if (!Addressable(std::max({projections, weights, ElementCount(o.attn_mask.shape)}))) {
     return Status::OutOfMemory("forward: out of memory for query " + ShapeString(query.shape) +
                                " and key " + ShapeString(key.shape) +
@@ -113,9 +161,12 @@ Status CheckForward(const MultiheadAttentionConfig& c, const TensorView& query,
 Status MultiheadAttention::Forward(const TensorView& query, const TensorView& key,
                                    const TensorView& value, const ForwardOptions& options,
                                    ForwardResult* result, ThreadPool* pool) {
-  Dims dims;
-  MHA_RETURN_IF_ERROR(CheckForward(config_, query, key, value, options, &dims));
+  // Cache before module: the order every caller locks them in.
+  std::unique_lock<std::mutex> cache_lock;
+  if (options.cache != nullptr) cache_lock = std::unique_lock<std::mutex>(options.cache->mutex());
   Impl& m = *impl_;
+  Dims dims;
+  MHA_RETURN_IF_ERROR(CheckForward(config_, m.id, query, key, value, options, &dims));
   std::lock_guard<std::mutex> lock(m.mutex);
   const std::vector<std::string> missing = MissingParameters(m.loaded);
   if (!missing.empty()) {
@@ -142,17 +193,21 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
                                    const ForwardOptions& o, ForwardResult* result,
                                    ThreadPool* pool) {
   const size_t L = L64, S = S64, N = N64, H = c.num_heads, E = c.embed_dim;
-  const size_t dq = c.qk_head_dim, dv = c.v_head_dim, QK = qk, VV = vv;
+  const size_t dq = c.qk_head_dim, dv = c.v_head_dim, QK = qk, VV = vv, KK = kk, KV = kv;
+  const size_t group = H / c.num_kv_heads;  // query heads per key/value head
   const bool bf = c.batch_first && batched;
+  KVCache* cache = o.cache;
+  // Keys before this call's (at positions 0 .. P-1) and all keys attended.
+  const size_t P = cache != nullptr ? cache->length() : 0, T = P + S;
 
-  // Without weights, keys that key padding removes at the end of a batch
-  // entry are never attended: their K and V rows are not computed and
-  // attention stops before them. (Rows of one entry are contiguous when the
-  // batch comes first or there is one.)
+  // Without weights or a cache, keys that key padding removes at the end of
+  // a batch entry are never attended: their K and V rows are not computed
+  // and attention stops before them. (Rows of one entry are contiguous when
+  // the batch comes first or there is one.)
   const float* kpm = AdditiveMask(o.key_padding_mask, 1, &kpm_storage);
-  live_keys.assign(N, S);
+  live_keys.assign(N, T);
   bool trimmed = false;
-  if (kpm != nullptr && !o.need_weights && (bf || N == 1)) {
+  if (kpm != nullptr && !o.need_weights && cache == nullptr && (bf || N == 1)) {
     const float neg_inf = -std::numeric_limits<float>::infinity();
     for (size_t n = 0; n < N; ++n) {
       while (live_keys[n] > 0 && kpm[n * S + live_keys[n] - 1] == neg_inf) --live_keys[n];
@@ -175,12 +230,12 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
 
   // Projections. Inputs are viewed as matrices of (seq * N) rows in memory
   // order; attention then reads each (n, h) with a row stride.
-  const float *Q, *K, *V;
+  float *Q, *K, *V;
   size_t q_ld, k_ld, v_ld;
-  const bool self_attention = query.data == key.data && key.data == value.data &&
+  const bool self_attention = S > 0 && query.data == key.data && key.data == value.data &&
                               query.shape == key.shape && qkv_proj.out() > 0;
   if (self_attention) {
-    q_ld = k_ld = v_ld = 2 * QK + VV;
+    q_ld = k_ld = v_ld = QK + KK + KV;
     // At least one row, so the K and V offsets below stay inside a real buffer when L * N == 0.
     float* buf = qkv.Get(std::max<size_t>(L * N, 1) * q_ld);
     // Q columns (rounded up to whole panels) for every row, K and V for live keys.
@@ -191,19 +246,41 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
     qkv_proj.Apply(query.data, E, blocks, buf, q_ld, pool);
     Q = buf;
     K = buf + QK;
-    V = buf + 2 * QK;
+    V = buf + QK + KK;
   } else {
-    q_ld = k_ld = QK;
-    v_ld = VV;
-    float* buf = qkv.Get(L * N * QK + S * N * (QK + VV) + 1);  // + 1: never null
-    float* k_buf = buf + L * N * QK;
-    float* v_buf = k_buf + S * N * QK;
-    q_proj.Apply(query.data, E, L * N, buf, QK, pool);
-    k_proj.Apply(key.data, kdim, key_rows(0, QK), k_buf, QK, pool);
-    v_proj.Apply(value.data, vdim, key_rows(0, VV), v_buf, VV, pool);
+    q_ld = QK;
+    k_ld = KK;
+    v_ld = KV;
+    float* buf = qkv.Get(L * N * QK + S * N * (KK + KV) + 1);  // + 1: never null
     Q = buf;
-    K = k_buf;
-    V = v_buf;
+    K = buf + L * N * QK;
+    V = K + S * N * KK;
+    q_proj.Apply(query.data, E, L * N, Q, QK, pool);
+    if (S > 0) {
+      k_proj.Apply(key.data, kdim, key_rows(0, KK), K, KK, pool);
+      v_proj.Apply(value.data, vdim, key_rows(0, KV), V, KV, pool);
+    }
+  }
+  if (c.rotary.enabled) {
+    RotateRows(c.rotary, Q, q_ld, L, N, bf, H, dq, P, &rotary_table);
+    RotateRows(c.rotary, K, k_ld, S, N, bf, c.num_kv_heads, dq, P, &rotary_table);
+  }
+
+  // Where attention reads head (n, g)'s keys: the new rows, or the cache
+  // after they are appended to it.
+  const float* K_n0 = K;
+  const float* V_n0 = V;
+  size_t k_entry = bf ? S * k_ld : k_ld, v_entry = bf ? S * v_ld : v_ld;  // entry n to n + 1
+  size_t k_step = bf ? k_ld : N * k_ld, v_step = bf ? v_ld : N * v_ld;     // key j to j + 1
+  if (cache != nullptr) {
+    cache->Write({K, k_entry, k_step, dq}, {V, v_entry, v_step, dv}, S);
+    const KVCache::FloatRows rows = cache->AsFloat(T, &cache_scratch);
+    K_n0 = rows.keys;
+    V_n0 = rows.values;
+    k_step = KK;
+    v_step = KV;
+    k_entry = rows.entry_rows * KK;
+    v_entry = rows.entry_rows * KV;
   }
 
   // Extra keys per head: bias_k / bias_v, then a zero key / value.
@@ -213,9 +290,10 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
   for (size_t h = 0; h < H; ++h) {
     float* ek = extra_k + h * num_extra * dq;
     float* ev = extra_v + h * num_extra * dv;
+    const size_t g = h / group;
     if (c.add_bias_kv) {
-      std::copy(bias_k.begin() + h * dq, bias_k.begin() + (h + 1) * dq, ek);
-      std::copy(bias_v.begin() + h * dv, bias_v.begin() + (h + 1) * dv, ev);
+      std::copy(bias_k.begin() + g * dq, bias_k.begin() + (g + 1) * dq, ek);
+      std::copy(bias_v.begin() + g * dv, bias_v.begin() + (g + 1) * dv, ev);
     }
     if (c.add_zero_attn) {
       std::fill(ek + (num_extra - 1) * dq, ek + num_extra * dq, 0.0f);
@@ -226,7 +304,7 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
   const float* mask = AdditiveMask(o.attn_mask, 1, &mask_storage);
   const bool mask_per_head = o.attn_mask.shape.size() == 3;
 
-  const size_t keys = S + num_extra;
+  const size_t keys = T + num_extra;
   // Per-head weights go straight into the result; averaged ones via scratch.
   float* weights_out = nullptr;
   if (o.need_weights && o.average_attn_weights) {
@@ -237,18 +315,19 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
   }
 
   float* O = attn.Get(L * N * VV + 1);
-  const size_t q_step = bf ? 1 : N, k_step = bf ? 1 : N;
+  const size_t q_step = bf ? 1 : N;
   heads.clear();
   for (size_t n = 0; n < N; ++n) {
-    const size_t q_row = bf ? n * L : n, k_row = bf ? n * S : n;
+    const size_t q_row = bf ? n * L : n;
     for (size_t h = 0; h < H; ++h) {
+      const size_t g = h / group;
       kernels::AttentionHead head;
       head.q = Q + q_row * q_ld + h * dq;
       head.q_stride = q_step * q_ld;
-      head.k = K + k_row * k_ld + h * dq;
-      head.k_stride = k_step * k_ld;
-      head.v = V + k_row * v_ld + h * dv;
-      head.v_stride = k_step * v_ld;
+      head.k = K_n0 + n * k_entry + g * dq;
+      head.k_stride = k_step;
+      head.v = V_n0 + n * v_entry + g * dv;
+      head.v_stride = v_step;
       head.extra_k = extra_k + h * num_extra * dq;
       head.extra_v = extra_v + h * num_extra * dv;
       head.num_extra = num_extra;
@@ -260,11 +339,12 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
       head.v_dim = dv;
       head.scale = 1.0f / std::sqrt(static_cast<float>(dq));
       if (mask != nullptr) {
-        head.mask = mask + (mask_per_head ? (n * H + h) * L * S : 0);
-        head.mask_stride = S;
+        head.mask = mask + (mask_per_head ? (n * H + h) * L * T : 0);
+        head.mask_stride = T;
       }
-      if (kpm != nullptr) head.key_bias = kpm + n * S;
+      if (kpm != nullptr) head.key_bias = kpm + n * T;
       head.causal = o.is_causal;
+      head.causal_offset = P;
       if (weights_out != nullptr) {
         head.weights = weights_out + (n * H + h) * L * keys;
         head.weights_stride = keys;
@@ -277,6 +357,8 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
   result->output.data.resize(L * N * E);
   out_proj.Apply(O, VV, L * N, result->output.data.data(), E, pool);
   result->output.shape = query.shape;
+  // Nothing can fail past this point: the appended keys count from now on.
+  if (cache != nullptr) cache->Grow(static_cast<int64_t>(T));
 
   if (!o.need_weights) {
     result->weights = Tensor();

@@ -16,8 +16,11 @@ namespace mha {
 
 // Parameters, their packed forms and the reusable per-forward buffers.
 struct MultiheadAttention::Impl {
-  int64_t qk = 0;  // num_heads * qk_head_dim
-  int64_t vv = 0;  // num_heads * v_head_dim
+  uint64_t id = 0;  // tells this module's caches from others'
+  int64_t qk = 0;   // num_heads * qk_head_dim: queries
+  int64_t vv = 0;   // num_heads * v_head_dim: attention outputs
+  int64_t kk = 0;   // num_kv_heads * qk_head_dim: keys
+  int64_t kv = 0;   // num_kv_heads * v_head_dim: values
   bool in_proj_packed = false;  // one in_proj_weight (kdim == vdim == embed_dim, default heads)
 
   // [q_proj_weight; k_proj_weight; v_proj_weight], as in_proj_weight when packed.
@@ -30,8 +33,8 @@ struct MultiheadAttention::Impl {
   PackedLinear q_proj, k_proj, v_proj, qkv_proj, out_proj;
 
   std::mutex mutex;  // one Forward at a time: buffers below are shared
-  AlignedBuffer qkv, attn, extras, head_weights, scratch;
-  std::vector<float> kpm_storage, mask_storage;
+  AlignedBuffer qkv, attn, extras, head_weights, scratch, cache_scratch;
+  std::vector<float> kpm_storage, mask_storage, rotary_table;
   std::vector<kernels::AttentionHead> heads;
   std::vector<size_t> live_keys;                // per batch entry
   std::vector<PackedLinear::Block> key_blocks;  // their rows of the key projections

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <mutex>
 #include <new>
 
 #include "src/attention.h"
@@ -45,44 +46,113 @@ Status CheckTensor(const char* arg, const TensorView& t) {
   return CheckDimsAndData(arg, t.shape, t.data);
 }
 
+bool Absent(const TensorView& t) { return t.data == nullptr && t.shape.empty(); }
+
+// The problem's dims once the tensors (and the cache) are checked.
+struct SdpaDims {
+  size_t rank = 0;
+  int64_t B = 0, H = 1, L = 0, E = 0;  // query (B, H, L, E)
+  int64_t Hkv = 1, S = 0, Ev = 0;      // key (B, Hkv, S, E), value (B, Hkv, S, Ev): new rows
+  int64_t P = 0;                       // cached keys before the call
+};
+
+Status CheckCache(const KVCache& cache, const SdpaDims& d) {
+  if (cache.owner() != 0) {
+    return Status::InvalidArgument(cache.Describe() + " belongs to a MultiheadAttention module; "
+                                   "scaled_dot_product_attention takes a cache from createKVCache");
+  }
+  const KVCacheConfig& c = cache.config();
+  if (c.batch_size != d.B || c.num_kv_heads != d.Hkv || c.head_dim != d.E ||
+      c.v_head_dim != d.Ev) {
+    return Status::InvalidArgument(
+        cache.Describe() + " does not match this call: query, key and value give batch_size " +
+        std::to_string(d.B) + ", num_kv_heads " + std::to_string(d.Hkv) + ", head_dim " +
+        std::to_string(d.E) + ", v_head_dim " + std::to_string(d.Ev));
+  }
+  return cache.CheckAppend(d.S);
+}
+
+Status CheckSdpa(const TensorView& query, const TensorView& key, const TensorView& value,
+                 const SdpaOptions& options, SdpaDims* d) {
+  MHA_RETURN_IF_ERROR(CheckTensor("query", query));
+  const bool no_keys = Absent(key) && Absent(value);
+  if (no_keys && options.cache == nullptr) {
+    return Status::InvalidArgument("key, value: required without a cache");
+  }
+  const size_t rank = d->rank = query.shape.size();
+  if (!no_keys) {
+    MHA_RETURN_IF_ERROR(CheckTensor("key", key));
+    MHA_RETURN_IF_ERROR(CheckTensor("value", value));
+    if (key.shape.size() != rank || value.shape.size() != rank) {
+      return Status::InvalidArgument("key, value: expected " + std::to_string(rank) +
+                                     "-D tensors like query " + ShapeString(query.shape) +
+                                     ", got key " + ShapeString(key.shape) + " and value " +
+                                     ShapeString(value.shape));
+    }
+  }
+  // Leading (batch, heads) dims, then sequence and feature dims.
+  d->B = query.shape[0];
+  d->H = rank == 4 ? query.shape[1] : 1;
+  d->L = query.shape[rank - 2];
+  d->E = query.shape[rank - 1];
+  if (no_keys) {
+    d->Hkv = options.cache->config().num_kv_heads;
+    d->Ev = options.cache->config().v_head_dim;
+  } else {
+    d->Hkv = rank == 4 ? key.shape[1] : 1;
+    d->S = key.shape[rank - 2];
+    d->Ev = value.shape[rank - 1];
+    const bool grouped = options.enable_gqa && d->Hkv > 0 && d->H % d->Hkv == 0;
+    Shape k_expected = query.shape;
+    if (rank == 4 && grouped) k_expected[1] = d->Hkv;
+    k_expected[rank - 2] = d->S;
+    Shape v_expected = k_expected;
+    v_expected[rank - 1] = d->Ev;
+    if (key.shape != k_expected) {
+      return Status::InvalidArgument(
+          "key: expected shape " + ShapeString(k_expected) + " (query's batch dims" +
+          (options.enable_gqa ? ", heads dividing query's" : "") + " and E), got " +
+          ShapeString(key.shape));
+    }
+    if (value.shape != v_expected) {
+      return Status::InvalidArgument("value: expected shape " + ShapeString(v_expected) +
+                                     " (key's batch dims and S), got " + ShapeString(value.shape));
+    }
+  }
+  if (options.cache != nullptr) {
+    if (d->H % d->Hkv != 0 || (!options.enable_gqa && d->H != d->Hkv)) {
+      return Status::InvalidArgument(
+          options.cache->Describe() + ": query has " + std::to_string(d->H) + " heads; " +
+          (options.enable_gqa ? "they must be a multiple of the cache's num_kv_heads"
+                              : "without enable_gqa they must equal the cache's num_kv_heads"));
+    }
+    MHA_RETURN_IF_ERROR(CheckCache(*options.cache, *d));
+    d->P = options.cache->length();
+  }
+  if (d->E == 0 || d->P + d->S == 0) {
+    return Status::InvalidArgument("key: expected S >= 1 and E >= 1, got shape " +
+                                   ShapeString(key.shape) +
+                                   (options.cache != nullptr ? " and an empty cache" : ""));
+  }
+  if (options.is_causal && options.attn_mask.present()) {
+    return Status::InvalidArgument("attn_mask: must not be given together with is_causal");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
                                  const TensorView& value, const SdpaOptions& options,
                                  Tensor* output, ThreadPool* pool) {
-  MHA_RETURN_IF_ERROR(CheckTensor("query", query));
-  MHA_RETURN_IF_ERROR(CheckTensor("key", key));
-  MHA_RETURN_IF_ERROR(CheckTensor("value", value));
-  const size_t rank = query.shape.size();
-  if (key.shape.size() != rank || value.shape.size() != rank) {
-    return Status::InvalidArgument("key, value: expected " + std::to_string(rank) +
-                                   "-D tensors like query " + ShapeString(query.shape) +
-                                   ", got key " + ShapeString(key.shape) + " and value " +
-                                   ShapeString(value.shape));
-  }
-  // Leading (batch, heads) dims, then sequence and feature dims.
-  const int64_t B = query.shape[0], H = rank == 4 ? query.shape[1] : 1;
-  const int64_t L = query.shape[rank - 2], E = query.shape[rank - 1];
-  const int64_t S = key.shape[rank - 2], Ev = value.shape[rank - 1];
-  Shape k_expected = query.shape, v_expected = query.shape;
-  k_expected[rank - 2] = S;
-  v_expected[rank - 2] = S;
-  v_expected[rank - 1] = Ev;
-  if (key.shape != k_expected) {
-    return Status::InvalidArgument("key: expected shape " + ShapeString(k_expected) +
-                                   " (query's batch dims and E), got " + ShapeString(key.shape));
-  }
-  if (value.shape != v_expected) {
-    return Status::InvalidArgument("value: expected shape " + ShapeString(v_expected) +
-                                   " (key's batch dims and S), got " + ShapeString(value.shape));
-  }
-  if (E == 0 || S == 0) {
-    return Status::InvalidArgument("key: expected S >= 1 and E >= 1, got shape " + ShapeString(key.shape));
-  }
-  if (options.is_causal && options.attn_mask.present()) {
-    return Status::InvalidArgument("attn_mask: must not be given together with is_causal");
-  }
-  const Shape target = rank == 4 ? Shape{B, H, L, S} : Shape{B, L, S};
+  std::unique_lock<std::mutex> cache_lock;
+  if (options.cache != nullptr) cache_lock = std::unique_lock<std::mutex>(options.cache->mutex());
+  SdpaDims d;
+  MHA_RETURN_IF_ERROR(CheckSdpa(query, key, value, options, &d));
+  const size_t rank = d.rank;
+  const int64_t B = d.B, H = d.H, L = d.L, E = d.E, S = d.S, Ev = d.Ev, Hkv = d.Hkv;
+  const int64_t T = d.P + S;  // keys attended
+  const Shape target = rank == 4 ? Shape{B, H, L, T} : Shape{B, L, T};
   std::vector<size_t> strides;
   if (options.attn_mask.present()) {
     MHA_RETURN_IF_ERROR(MaskStrides(options.attn_mask, target, &strides));
@@ -104,25 +174,46 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
     output->shape = out_shape;
     output->data.assign(static_cast<size_t>(NumElements(out_shape)), 0.0f);
     const float scale = options.scale != 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(E));
+    // Head (b, g) of the keys and values: key rows of head g of entry b start
+    // at k + b * k_entry + g * k_head, k_step apart (values likewise).
+    const float* k = key.data;
+    const float* v = value.data;
+    size_t k_entry = Hkv * S * E, k_head = S * E, k_step = E;
+    size_t v_entry = Hkv * S * Ev, v_head = S * Ev, v_step = Ev;
+    // One grow-only scratch per calling thread: no allocation per call.
+    thread_local AlignedBuffer scratch, cache_scratch;
+    if (options.cache != nullptr) {
+      options.cache->Write({k, k_entry, k_step, k_head}, {v, v_entry, v_step, v_head}, S);
+      const KVCache::FloatRows rows = options.cache->AsFloat(T, &cache_scratch);
+      k = rows.keys;
+      v = rows.values;
+      k_entry = rows.entry_rows * Hkv * E;
+      v_entry = rows.entry_rows * Hkv * Ev;
+      k_head = E;
+      v_head = Ev;
+      k_step = Hkv * E;
+      v_step = Hkv * Ev;
+    }
     std::vector<kernels::AttentionHead> heads;
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t h = 0; h < H; ++h) {
-        const size_t bh = b * H + h;
+        const size_t bh = b * H + h, g = h / (H / Hkv);
         kernels::AttentionHead head;
         head.q = query.data + bh * L * E;
         head.q_stride = E;
-        head.k = key.data + bh * S * E;
-        head.k_stride = E;
-        head.v = value.data + bh * S * Ev;
-        head.v_stride = Ev;
+        head.k = k + b * k_entry + g * k_head;
+        head.k_stride = k_step;
+        head.v = v + b * v_entry + g * v_head;
+        head.v_stride = v_step;
         head.out = output->data.data() + bh * L * Ev;
         head.out_stride = Ev;
         head.num_queries = L;
-        head.masked_keys = S;
+        head.masked_keys = T;
         head.qk_dim = E;
         head.v_dim = Ev;
         head.scale = scale;
         head.causal = options.is_causal;
+        head.causal_offset = d.P;
         if (mask != nullptr) {
           const size_t batch_offset = b * strides[0] + (rank == 4 ? h * strides[1] : 0);
           head.mask = mask + batch_offset;
@@ -131,9 +222,8 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
         if (L > 0 && Ev > 0) heads.push_back(head);
       }
     }
-    // One grow-only scratch per calling thread: no allocation per call.
-    thread_local AlignedBuffer scratch;
     RunAttentionHeads(heads, pool, &scratch);
+    if (options.cache != nullptr) options.cache->Grow(T);
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("out of memory for query " +
                                ShapeString(query.shape) + " and key " + ShapeString(key.shape));

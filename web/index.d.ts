@@ -64,6 +64,54 @@ export interface MultiheadAttentionConfig {
   vHeadDim?: number;
   /** Accepted and ignored: inference runs in eval mode. */
   dropout?: number;
+  /** Key/value heads (grouped-query; 1 = multi-query); must divide numHeads. Default numHeads. */
+  numKVHeads?: number;
+  /** Rotary positions (RoPE) on queries and keys, after projection and bias. */
+  rotary?: RotaryConfig;
+}
+
+export interface RotaryConfig {
+  /** Features rotated per head: even, <= qkHeadDim. Default qkHeadDim. */
+  dim?: number;
+  /** Default 10000. */
+  base?: number;
+  /** true: pairs (2i, 2i+1) (GPT-J); false (default): (i, i + dim/2) (GPT-NeoX, Llama). */
+  interleaved?: boolean;
+}
+
+export type KVCacheDtype = 'float32' | 'float16';
+
+export interface KVCacheOptions {
+  batchSize: number;
+  /** Keys it can hold; all its memory is allocated at creation. */
+  maxLength: number;
+  /** Default 'float32'; 'float16' halves memory and bandwidth (about 1e-3 relative). */
+  dtype?: KVCacheDtype;
+}
+
+export interface SdpaKVCacheOptions extends KVCacheOptions {
+  numKVHeads: number;
+  headDim: number;
+  /** Default headDim. */
+  vHeadDim?: number;
+}
+
+/**
+ * Keys and values kept across calls for decoding. Through the proxy its getters are known once
+ * the worker has made it (after any awaited call that uses it); before that they throw MHAError.
+ */
+export interface KVCache {
+  /** Keys held per batch entry. */
+  readonly length: number;
+  readonly maxLength: number;
+  readonly batchSize: number;
+  readonly dtype: KVCacheDtype;
+  /** Keeps the first n keys (0 <= n <= length); resolves once done (calls run in order). */
+  truncate(n: number): Promise<void>;
+  /** truncate(0). */
+  reset(): Promise<void>;
+  /** Frees the cache's WASM memory; later use throws MHAError. */
+  dispose(): void;
 }
 
 export interface ParameterSpec {
@@ -136,7 +184,13 @@ export interface ForwardOptions {
   attnMask?: Mask;
   needWeights?: boolean;
   averageAttnWeights?: boolean;
+  /** With a cache: query i may attend keys j <= cache.length + i (bottom-right). */
   isCausal?: boolean;
+  /**
+   * This module's cache: key/value hold only the new rows (or are both null to attend the
+   * cache only), appended at positions cache.length..; masks and weights span all keys held.
+   */
+  cache?: KVCache;
 }
 
 export interface ForwardResult {
@@ -162,8 +216,10 @@ export interface MultiheadAttention {
    * BF16); tensors of other dtypes elsewhere never stop a load.
    */
   loadSafetensors(bytes: SafetensorsBytes, options?: WeightOptions): Promise<void>;
-  forward(query: Tensor, key: Tensor, value: Tensor, options?: ForwardOptions):
+  forward(query: Tensor, key: Tensor | null, value: Tensor | null, options?: ForwardOptions):
     Promise<ForwardResult>;
+  /** A cache of this module's key/value heads for decoding. */
+  createKVCache(options: KVCacheOptions): KVCache;
   /** Frees the module's WASM memory; later calls throw MHAError. */
   dispose(): void;
 }
@@ -174,6 +230,10 @@ export interface SdpaOptions {
   isCausal?: boolean;
   /** Default 1 / sqrt(E). */
   scale?: number;
+  /** key/value may have fewer heads, dividing the query's (PyTorch 2.5). */
+  enableGqa?: boolean;
+  /** A cache from lib.createKVCache: key/value (B, Hkv, S_new, E) are appended, or both null. */
+  cache?: KVCache;
 }
 
 export interface HeapInfo {
@@ -185,8 +245,10 @@ export interface HeapInfo {
 export interface MHALibrary {
   readonly info: Readonly<LibraryInfo>;
   createMultiheadAttention(config: MultiheadAttentionConfig): MultiheadAttention;
-  scaledDotProductAttention(query: Tensor, key: Tensor, value: Tensor, options?: SdpaOptions):
-    Promise<Tensor>;
+  scaledDotProductAttention(query: Tensor, key: Tensor | null, value: Tensor | null,
+    options?: SdpaOptions): Promise<Tensor>;
+  /** A cache for scaledDotProductAttention. */
+  createKVCache(options: SdpaKVCacheOptions): KVCache;
   /** The attention modules a checkpoint holds, read from its headers. */
   listAttentionModules(bytes: SafetensorsBytes): Promise<AttentionModuleInfo[]>;
   /** Diagnostics: the WASM heap's top, bytes in use, memory size. */

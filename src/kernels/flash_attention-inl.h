@@ -105,6 +105,9 @@ inline const float* ValueRow(const AttentionHead& h, size_t j) {
   return j < h.masked_keys ? h.v + j * h.v_stride : h.extra_v + (j - h.masked_keys) * h.v_dim;
 }
 
+// The position of query i, which causal masking compares with key indices.
+inline size_t Position(const AttentionHead& h, size_t i) { return i + h.causal_offset; }
+
 // Keys of [j0, j0 + cols) that masks apply to (the rest are extra keys).
 inline size_t MaskedCols(const AttentionHead& h, size_t j0, size_t cols) {
   return h.masked_keys > j0 ? HWY_MIN(cols, h.masked_keys - j0) : 0;
@@ -138,7 +141,10 @@ inline void ScoreTile(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
     for (size_t q = 0; q < n_pad; q += 2 * lanes) {
       // Causal: every key of these rows is after every query of these
       // columns; the causal fill below writes them.
-      if (h.causal && j0 + c + rows <= h.masked_keys && j0 + c > i0 + q + 2 * lanes - 1) continue;
+      if (h.causal && j0 + c + rows <= h.masked_keys &&
+          j0 + c > Position(h, i0 + q + 2 * lanes - 1)) {
+        continue;
+      }
       float* out = st + c * chunk + q;
       RegisterTile(
           d, k_rows, 1, qt + q, chunk, h.qk_dim, [&](size_t, size_t) { return hn::Zero(d); },
@@ -160,8 +166,10 @@ inline void ScoreTile(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
     if (h.mask != nullptr) {
       for (size_t q = 0; q < n; ++q) row[q] += h.mask[(i0 + q) * h.mask_stride + j];
     }
-    // Causal: queries i0 + q < j.
-    if (h.causal && j > i0) std::fill(row, row + HWY_MIN(n, j - i0), kNegInf);
+    // Causal: queries whose position is before j.
+    if (h.causal && j > Position(h, i0)) {
+      std::fill(row, row + HWY_MIN(n, j - Position(h, i0)), kNegInf);
+    }
   }
 }
 
@@ -218,7 +226,8 @@ inline void AccumulateTile(const AttentionHead& h, size_t i0, size_t n, size_t j
     // Causal: keys after the block's last query weigh 0 for all its rows.
     size_t keys = cols;
     if (h.causal && j0 + cols <= h.masked_keys) {
-      keys = HWY_MIN(cols, i0 + q0 + kTileRows > j0 ? i0 + q0 + kTileRows - j0 : 0);
+      const size_t end = Position(h, i0 + q0 + kTileRows);
+      keys = HWY_MIN(cols, end > j0 ? end - j0 : 0);
     }
     // Columns of st up to PaddedQueries(n) exist: no repeated rows needed.
     const float* p_rows[kTileRows];
@@ -272,7 +281,9 @@ inline void FlashChunk(const AttentionHead& h, size_t i0, size_t n, const ChunkS
     const size_t cols = UnpaddedCols(h, j0, HWY_MIN(kKeyTile, num_keys - j0));
     // Causal: every query of the chunk is before this tile's first key (a
     // later tile may still hold the never-masked extra keys).
-    if (cols == 0 || (h.causal && j0 + cols <= h.masked_keys && j0 > i0 + n - 1)) continue;
+    if (cols == 0 || (h.causal && j0 + cols <= h.masked_keys && j0 > Position(h, i0 + n - 1))) {
+      continue;
+    }
     ScoreTile(h, i0, n, n_pad, j0, cols, s.qt, s.st);
     OnlineSoftmaxTile(cols, n_pad, s);
     AccumulateTile(h, i0, n, j0, cols, s);

@@ -7,7 +7,9 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "src/kernels/flash_attention-inl.h"
+#include "src/kernels/float16-inl.h"
 #include "src/kernels/gemm-inl.h"
+#include "src/kernels/rotary-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mha {
@@ -29,6 +31,9 @@ HWY_EXPORT(PackB);
 HWY_EXPORT(GemmTile);
 HWY_EXPORT(AttentionScratchSize);
 HWY_EXPORT(Attention);
+HWY_EXPORT(RotateHeads);
+HWY_EXPORT(FloatToHalf);
+HWY_EXPORT(HalfToFloat);
 HWY_EXPORT(CurrentTargetName);
 
 size_t GemmPanelWidth() { return HWY_DYNAMIC_DISPATCH(GemmPanelWidth)(); }
@@ -51,6 +56,19 @@ size_t AttentionScratchSize(const AttentionHead& head) {
 
 void Attention(const AttentionHead& head, size_t q_begin, size_t q_end, float* scratch) {
   HWY_DYNAMIC_DISPATCH(Attention)(head, q_begin, q_end, scratch);
+}
+
+void RotateHeads(float* x, size_t num_heads, size_t head_stride, size_t dim, bool interleaved,
+                 const float* cos, const float* sin) {
+  HWY_DYNAMIC_DISPATCH(RotateHeads)(x, num_heads, head_stride, dim, interleaved, cos, sin);
+}
+
+void FloatToHalf(const float* src, size_t n, uint16_t* dst) {
+  HWY_DYNAMIC_DISPATCH(FloatToHalf)(src, n, dst);
+}
+
+void HalfToFloat(const uint16_t* src, size_t n, float* dst) {
+  HWY_DYNAMIC_DISPATCH(HalfToFloat)(src, n, dst);
 }
 
 const char* TargetName() { return HWY_DYNAMIC_DISPATCH(CurrentTargetName)(); }

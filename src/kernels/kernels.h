@@ -5,6 +5,7 @@
 #define MHA_SRC_KERNELS_KERNELS_H_
 
 #include <cstddef>
+#include <cstdint>
 
 namespace mha {
 namespace kernels {
@@ -56,7 +57,11 @@ struct AttentionHead {
   const float* mask = nullptr;
   size_t mask_stride = 0;
   const float* key_bias = nullptr;
-  bool causal = false;  // key j > query i is masked (j < masked_keys)
+  // Causal: key j (j < masked_keys) is masked for query i when
+  // j > i + causal_offset (the query's position; a cache of P keys puts
+  // query i at P + i).
+  bool causal = false;
+  size_t causal_offset = 0;
   // When set, the softmax probabilities (num_queries x num_keys()) are written
   // here and the L x S scores are materialised; otherwise flash-style.
   float* weights = nullptr;
@@ -71,6 +76,22 @@ size_t AttentionScratchSize(const AttentionHead& head);
 // Computes output rows [q_begin, q_end) (and their weights). A query with no
 // unmasked key gets NaN output (and NaN weights), as softmax over -inf does.
 void Attention(const AttentionHead& head, size_t q_begin, size_t q_end, float* scratch);
+
+// ---- Rotary positions (rotary-inl.h). ----
+
+// Rotates the first `dim` (even, <= head_stride) features of each of
+// num_heads heads (head_stride floats apart) of one row, in place: pair i,
+// features (i, i + dim/2) or, interleaved, (2i, 2i+1), turns by the angle
+// whose cosine and sine are cos[i] and sin[i] (dim/2 floats each).
+void RotateHeads(float* x, size_t num_heads, size_t head_stride, size_t dim, bool interleaved,
+                 const float* cos, const float* sin);
+
+// ---- IEEE float16 storage (float16-inl.h). ----
+
+// dst[i] = half(src[i]), i < n (see float16-inl.h for rounding per target).
+void FloatToHalf(const float* src, size_t n, uint16_t* dst);
+// dst[i] = float(src[i]), i < n, exact.
+void HalfToFloat(const uint16_t* src, size_t n, float* dst);
 
 // Name of the target the kernels run on now (e.g. "AVX3", "WASM").
 const char* TargetName();

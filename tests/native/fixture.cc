@@ -69,7 +69,7 @@ mha::Status ReadConfig(const std::string& text, Fixture* f) {
   }
   ConfigReader r(config);
   r.String("kind", &f->kind);
-  r.Bool("is_causal", &f->is_causal);
+  if (f->kind != "decode") r.Bool("is_causal", &f->is_causal);
   if (f->kind == "sdpa") {
     r.Float("scale", &f->scale);
   } else if (f->kind == "mha") {
@@ -86,8 +86,8 @@ mha::Status ReadConfig(const std::string& text, Fixture* f) {
     r.Bool("need_weights", &f->need_weights);
     r.Bool("average_attn_weights", &f->average_attn_weights);
     r.String("param_dtype", &f->param_dtype);
-  } else if (r.status().ok()) {
-    return mha::Status::InvalidArgument("config kind must be \"mha\" or \"sdpa\", got \"" +
+  } else if (f->kind != "decode" && r.status().ok()) {
+    return mha::Status::InvalidArgument("config kind must be \"mha\", \"sdpa\" or \"decode\", got \"" +
                                         f->kind + "\"");
   }
   return r.status();
@@ -101,6 +101,7 @@ mha::Status Load(const std::string& path, Fixture* f) {
   if (config == f->file.metadata.end()) {
     return mha::Status::InvalidArgument("no \"config\" in __metadata__");
   }
+  f->config_text = config->second;
   return ReadConfig(config->second, f);
 }
 
@@ -208,10 +209,11 @@ mha::Status Fixture::Options(mha::SdpaOptions* out) {
   return mha::Status::Ok();
 }
 
-std::vector<std::string> ListFixtures() {
+std::vector<std::string> ListFixtures(const std::string& subfolder) {
   std::vector<std::string> paths;
   std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(MHA_FIXTURE_DIR, error)) {
+  const std::string dir = subfolder.empty() ? MHA_FIXTURE_DIR : MHA_FIXTURE_DIR "/" + subfolder;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
     if (entry.path().extension() == ".safetensors") paths.push_back(entry.path().string());
   }
   std::sort(paths.begin(), paths.end());
@@ -226,7 +228,7 @@ mha::Status LoadFixture(const std::string& path, Fixture* out) {
 }
 
 void ExpectClose(const mha::Tensor& actual, const std::vector<float>& expected,
-                 const mha::Shape& expected_shape, const std::string& what) {
+                 const mha::Shape& expected_shape, const std::string& what, double slack) {
   if (actual.shape != expected_shape) {
     ADD_FAILURE() << what << ": shape " << mha::ShapeString(actual.shape) << ", expected "
                   << mha::ShapeString(expected_shape);
@@ -250,7 +252,7 @@ void ExpectClose(const mha::Tensor& actual, const std::vector<float>& expected,
     if (std::isnan(e) || a == e) continue;  // also equal infinities
     const double excess = std::isinf(a) || std::isinf(e)
                               ? HUGE_VAL
-                              : std::abs(a - e) / (kAbsTolerance + kRelTolerance * std::abs(e));
+                              : std::abs(a - e) / (slack * (kAbsTolerance + kRelTolerance * std::abs(e)));
     if (excess > worst_excess) {
       worst_excess = excess;
       worst = i;
@@ -266,12 +268,13 @@ void ExpectClose(const mha::Tensor& actual, const std::vector<float>& expected,
     ADD_FAILURE() << what << ": worst element " << IndexString(worst, expected_shape) << " actual "
                   << actual.data[worst] << ", expected " << expected[worst] << " (|diff| "
                   << std::abs(double{actual.data[worst]} - expected[worst]) << " > "
-                  << kAbsTolerance << " + " << kRelTolerance << " * |expected|)";
+                  << slack * kAbsTolerance << " + " << slack * kRelTolerance << " * |expected|)";
   }
 }
 
-void ExpectClose(const mha::Tensor& actual, const mha::Tensor& expected, const std::string& what) {
-  ExpectClose(actual, expected.data, expected.shape, what);
+void ExpectClose(const mha::Tensor& actual, const mha::Tensor& expected, const std::string& what,
+                 double slack) {
+  ExpectClose(actual, expected.data, expected.shape, what, slack);
 }
 
 }  // namespace mha_test

@@ -27,7 +27,8 @@ namespace mha_test {
 // the Fixture lives (also across a move); it cannot be copied.
 struct Fixture {
   std::string name;  // file name without ".safetensors"
-  std::string kind;  // "mha" or "sdpa"
+  std::string kind;  // "mha", "sdpa" or "decode"
+  std::string config_text;  // the `config` metadata (JSON)
 
   // mha config (0 = default for kdim, vdim, qk_head_dim, v_head_dim).
   int64_t embed_dim = 0;
@@ -85,8 +86,9 @@ struct Fixture {
 // The bytes of a file.
 mha::Status ReadFile(const std::string& path, std::vector<uint8_t>* out);
 
-// Every *.safetensors file in MHA_FIXTURE_DIR, as full paths, sorted.
-std::vector<std::string> ListFixtures();
+// Every *.safetensors file in MHA_FIXTURE_DIR (or its subfolder), as full
+// paths, sorted.
+std::vector<std::string> ListFixtures(const std::string& subfolder = "");
 
 // Reads and parses one fixture; errors name the file and what is wrong.
 mha::Status LoadFixture(const std::string& path, Fixture* out);
@@ -94,9 +96,11 @@ mha::Status LoadFixture(const std::string& path, Fixture* out);
 // Checks shape equality, NaN positions (exactly) and, elementwise,
 // |actual - expected| <= 1e-4 + 1e-3 * |expected| (infinities must match),
 // reporting the worst element with its index. `what` names the result.
+// `slack` multiplies both tolerances (float16 storage).
 void ExpectClose(const mha::Tensor& actual, const std::vector<float>& expected,
-                 const mha::Shape& expected_shape, const std::string& what);
-void ExpectClose(const mha::Tensor& actual, const mha::Tensor& expected, const std::string& what);
+                 const mha::Shape& expected_shape, const std::string& what, double slack = 1.0);
+void ExpectClose(const mha::Tensor& actual, const mha::Tensor& expected, const std::string& what,
+                 double slack = 1.0);
 
 }  // namespace mha_test
 

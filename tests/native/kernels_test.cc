@@ -62,12 +62,14 @@ TEST_P(KernelTest, GemmMatchesReferenceOnTilesAndTails) {
 struct AttentionCase {
   size_t queries, keys, qk_dim, v_dim, extra;
   bool causal, mask, key_bias, weights;
+  size_t causal_offset = 0;  // queries after a cache of this many keys
 };
 
 void CheckAttention(const AttentionCase& c, uint32_t seed) {
   SCOPED_TRACE(testing::Message() << "L=" << c.queries << " S=" << c.keys << " qk=" << c.qk_dim
                                   << " v=" << c.v_dim << " extra=" << c.extra << " causal=" << c.causal
-                                  << " mask=" << c.mask << " kpm=" << c.key_bias << " weights=" << c.weights);
+                                  << " mask=" << c.mask << " kpm=" << c.key_bias << " weights=" << c.weights
+                                  << " offset=" << c.causal_offset);
   const float neg_inf = -std::numeric_limits<float>::infinity();
   // Rows are strided wider than the head, as heads inside projections are.
   const size_t q_stride = c.qk_dim + 2, k_stride = c.qk_dim + 3, v_stride = c.v_dim + 1;
@@ -95,6 +97,7 @@ void CheckAttention(const AttentionCase& c, uint32_t seed) {
   h.v_dim = c.v_dim;
   h.scale = 0.7f;
   h.causal = c.causal;
+  h.causal_offset = c.causal_offset;
   if (c.mask) {
     h.mask = mask.data();
     h.mask_stride = c.keys;
@@ -136,6 +139,11 @@ TEST_P(KernelTest, AttentionMatchesReference) {
              {9, 70, 80, 17, 1, false, false, true, weights},
              {5, 3, 2, 3, 2, true, true, true, weights},
              {70, 129, 5, 128, 2, true, false, true, weights},
+             // Bottom-right causal after a cache: one step, a chunk, a prefill.
+             {1, 200, 16, 16, 0, true, false, true, weights, 199},
+             {3, 70, 8, 8, 0, true, true, false, weights, 67},
+             {66, 133, 64, 64, 0, true, false, false, weights, 67},
+             {9, 73, 4, 4, 0, true, false, true, weights, 0},
          }) {
       CheckAttention(c, seed++);
     }

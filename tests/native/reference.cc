@@ -52,7 +52,7 @@ void ReferenceAttention(const mha::kernels::AttentionHead& h, std::vector<float>
       if (j < h.masked_keys) {
         if (h.mask != nullptr) s[j] += h.mask[i * h.mask_stride + j];
         if (h.key_bias != nullptr) s[j] += h.key_bias[j];
-        if (h.causal && j > i) s[j] = neg_inf;
+        if (h.causal && j > i + h.causal_offset) s[j] = neg_inf;
       }
     }
     ReferenceSoftmax(&s);

@@ -1,31 +1,50 @@
 // What loadMHA() resolves to: one instantiated WASM build and its thread pool.
 import { callCore } from './core_call.js';
 import { memoryBuffer } from './heap.js';
+import { KVCache, cacheBinding, checkCacheOptions } from './kv_cache.js';
 import { MultiheadAttention } from './multihead_attention.js';
 import {
-  checkBoolean, checkMask, checkOptionsObject, checkTensor, describe,
+  checkBoolean, checkKeyValue, checkMask, checkOptionsObject, checkPositiveInteger,
+  checkTensor, describe,
 } from './validate.js';
 import { MHAError } from './errors.js';
 import { settle } from './settle.js';
 import { VERSION } from './version.js';
 import { checkShards, copyHeader } from './weights.js';
 
-const SDPA_KEYS = ['attnMask', 'isCausal', 'scale'];
+const SDPA_KEYS = ['attnMask', 'isCausal', 'scale', 'enableGqa', 'cache'];
+const SDPA_CACHE_KEYS = ['numKVHeads', 'headDim', 'vHeadDim'];
 
 // The JS-visible checks of scaledDotProductAttention (also run by the proxy's
 // client, so that bad input throws in the caller's thread).
 export function checkSdpa(query, key, value, options) {
   const o = checkOptionsObject(options, 'scaledDotProductAttention options', SDPA_KEYS);
   checkTensor(query, 'query');
-  checkTensor(key, 'key');
-  checkTensor(value, 'value');
+  checkKeyValue(key, value, o.cache);
   const attnMask = checkMask(o.attnMask, 'attnMask');
   if (o.scale !== undefined && !(typeof o.scale === 'number' && o.scale > 0 && o.scale < Infinity)) {
     throw new MHAError(`scale: expected a positive number (or undefined for ` +
                        `1/sqrt(E)), received ${describe(o.scale)}`);
   }
   // The core takes 0 as "default".
-  return { attnMask, flags: { is_causal: checkBoolean(o.isCausal, 'isCausal', false), scale: o.scale ?? 0 } };
+  const flags = {
+    is_causal: checkBoolean(o.isCausal, 'isCausal', false),
+    scale: o.scale ?? 0,
+    enable_gqa: checkBoolean(o.enableGqa, 'enableGqa', false),
+  };
+  return { attnMask, flags };
+}
+
+// lib.createKVCache's options as the core's config.
+export function checkSdpaCache(options) {
+  const { batchSize, maxLength, dtype } = checkCacheOptions(options, 'createKVCache',
+    SDPA_CACHE_KEYS);
+  return {
+    batch_size: batchSize, max_length: maxLength, dtype,
+    num_kv_heads: checkPositiveInteger(options.numKVHeads, 'numKVHeads'),
+    head_dim: checkPositiveInteger(options.headDim, 'headDim'),
+    v_head_dim: checkPositiveInteger(options.vHeadDim ?? options.headDim, 'vHeadDim'),
+  };
 }
 
 export class MHALibrary {
@@ -49,14 +68,22 @@ export class MHALibrary {
     return new MultiheadAttention(this.wasm, config);
   }
 
+  // A cache for scaledDotProductAttention: {batchSize, numKVHeads, headDim,
+  // vHeadDim, maxLength, dtype: 'float32' | 'float16'}.
+  createKVCache(options) {
+    const config = checkSdpaCache(options);
+    return new KVCache(this.wasm, (cache, result) => cache.createFree(config, result));
+  }
+
   // torch.nn.functional.scaled_dot_product_attention (PyTorch 2.x): a bool
   // attnMask is true where a query MAY attend.
   async scaledDotProductAttention(query, key, value, options) {
     const { attnMask, flags } = checkSdpa(query, key, value, options);
+    const cache = cacheBinding(options?.cache, this.wasm);
     const { output } = callCore(this.wasm, 'scaledDotProductAttention', (heap, result) => {
       return this.wasm.scaledDotProductAttention(heap.copyTensor(query),
-        heap.copyTensor(key), heap.copyTensor(value),
-        { ...flags, attn_mask: heap.copyTensor(attnMask) }, result);
+        heap.copyTensor(key ?? undefined), heap.copyTensor(value ?? undefined),
+        { ...flags, attn_mask: heap.copyTensor(attnMask), cache }, result);
     });
     return output;
   }

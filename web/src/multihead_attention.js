@@ -1,19 +1,35 @@
 // The JS face of mha::MultiheadAttention (see DESIGN.md, "JavaScript API").
 import { STATUS_OK, callCore } from './core_call.js';
 import { MHAError } from './errors.js';
+import { KVCache, cacheBinding, checkCacheOptions } from './kv_cache.js';
 import { settle } from './settle.js';
 import {
-  checkBoolean, checkMask, checkOptionalDim, checkOptionsObject, checkPositiveInteger,
-  checkTensor, describe,
+  checkBoolean, checkKeyValue, checkMask, checkOptionalDim, checkOptionsObject,
+  checkPositiveInteger, checkTensor, describe,
 } from './validate.js';
 import {
   checkShards, checkStateDictEntries, checkWeightOptions, copyHeader, copySources,
 } from './weights.js';
 
 const CONFIG_KEYS = ['embedDim', 'numHeads', 'bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim',
-  'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout'];
+  'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout', 'numKVHeads', 'rotary'];
 const FORWARD_KEYS = ['keyPaddingMask', 'attnMask', 'needWeights', 'averageAttnWeights',
-  'isCausal'];
+  'isCausal', 'cache'];
+
+// rotary: undefined, or {dim, base, interleaved} (the core checks dim).
+function checkRotary(rotary) {
+  if (rotary === undefined) return undefined;
+  const o = checkOptionsObject(rotary, 'rotary', ['dim', 'base', 'interleaved']);
+  const base = o.base ?? 10000;
+  if (typeof base !== 'number' || !(base > 0 && base < Infinity)) {
+    throw new MHAError(`rotary.base: expected a positive number, received ${describe(base)}`);
+  }
+  return {
+    dim: checkOptionalDim(o.dim, 'rotary.dim'),
+    base,
+    interleaved: checkBoolean(o.interleaved, 'rotary.interleaved', false),
+  };
+}
 
 // Frees the C++ module of a MultiheadAttention the user forgot to dispose.
 const forgotten = new FinalizationRegistry((binding) => binding.delete());
@@ -43,6 +59,8 @@ export function checkConfig(config) {
     qk_head_dim: checkOptionalDim(config.qkHeadDim, 'qkHeadDim'),
     v_head_dim: checkOptionalDim(config.vHeadDim, 'vHeadDim'),
     dropout,
+    num_kv_heads: checkOptionalDim(config.numKVHeads, 'numKVHeads'),
+    rotary: checkRotary(config.rotary),
   };
 }
 
@@ -69,8 +87,7 @@ export function checkLoadSafetensors(bytes, options) {
 export function checkForward(query, key, value, options) {
   const o = checkOptionsObject(options, 'forward options', FORWARD_KEYS);
   checkTensor(query, 'query');
-  checkTensor(key, 'key');
-  checkTensor(value, 'value');
+  checkKeyValue(key, value, o.cache);
   return {
     keyPaddingMask: checkMask(o.keyPaddingMask, 'keyPaddingMask'),
     attnMask: checkMask(o.attnMask, 'attnMask'),
@@ -146,17 +163,27 @@ export class MultiheadAttention {
     });
   }
 
+  // A KVCache for this module: {batchSize, maxLength, dtype: 'float32' | 'float16'}.
+  createKVCache(options) {
+    const binding = this.checkAlive('createKVCache');
+    const { batchSize, maxLength, dtype } = checkCacheOptions(options, 'createKVCache');
+    return new KVCache(this.wasm, (cache, result) =>
+      binding.createKVCache(cache, batchSize, maxLength, dtype, result));
+  }
+
   async forward(query, key, value, options) {
     this.checkAlive('forward');
     const { keyPaddingMask, attnMask, flags } = checkForward(query, key, value, options);
-    // Again: an option getter may have disposed the module meanwhile.
+    // Again: an option getter may have disposed the module (or cache) meanwhile.
     const binding = this.checkAlive('forward');
+    const cache = cacheBinding(options?.cache, this.wasm);
     return callCore(this.wasm, 'forward', (heap, result) => {
-      return binding.forward(heap.copyTensor(query), heap.copyTensor(key),
-        heap.copyTensor(value), {
+      return binding.forward(heap.copyTensor(query), heap.copyTensor(key ?? undefined),
+        heap.copyTensor(value ?? undefined), {
           ...flags,
           key_padding_mask: heap.copyTensor(keyPaddingMask),
           attn_mask: heap.copyTensor(attnMask),
+          cache,
         }, result);
     });
   }

@@ -13,7 +13,8 @@
 //   noun:    what a disposed one is called in messages.
 // The checks receive the client object first (its `state` is null until the
 // worker has created the object).
-import { checkSdpa } from './library.js';
+import { checkCacheOptions, checkTruncate } from './kv_cache.js';
+import { checkSdpa, checkSdpaCache } from './library.js';
 import { checkShards } from './weights.js';
 import {
   checkConfig, checkForward, checkLoadSafetensors, checkLoadStateDict,
@@ -28,6 +29,7 @@ export const PROXIED = {
     },
     creates: {
       createMultiheadAttention: { type: 'MultiheadAttention', check: (self, config) => checkConfig(config) },
+      createKVCache: { type: 'KVCache', check: (self, options) => checkSdpaCache(options) },
     },
     state: [],
     mirror: [],
@@ -42,11 +44,27 @@ export const PROXIED = {
       loadSafetensors: (self, bytes, options) => checkLoadSafetensors(bytes, options),
       forward: (self, ...args) => checkForward(...args),
     },
-    creates: {},
+    creates: {
+      createKVCache: {
+        type: 'KVCache', check: (self, options) => checkCacheOptions(options, 'createKVCache'),
+      },
+    },
     state: ['parameters'],
     mirror: [],
     disposable: true,
     noun: 'module',
+  },
+  KVCache: {
+    calls: {
+      truncate: (self, n) => checkTruncate(n, self.state?.length),
+      reset: null,
+    },
+    creates: {},
+    state: ['maxLength', 'batchSize', 'dtype'],
+    // Calls that take the cache (forward, scaledDotProductAttention) change it.
+    mirror: ['length'],
+    disposable: true,
+    noun: 'KVCache',
   },
 };
 

@@ -101,6 +101,17 @@ export function checkTensor(tensor, name) {
   return tensor;
 }
 
+// key and value: two tensors, or both null with a cache (attend it only).
+export function checkKeyValue(key, value, cache) {
+  if (key === null && value === null && cache !== undefined && cache !== null) return;
+  if ((key === null || value === null) && cache !== undefined && cache !== null) {
+    throw new MHAError('key, value: expected two tensors or both null (attend the cache ' +
+                       `only), received key ${describe(key)} and value ${describe(value)}`);
+  }
+  checkTensor(key, 'key');
+  checkTensor(value, 'value');
+}
+
 // undefined, or {data: Uint8Array (bool) | Float32Array (additive), shape}.
 export function checkMask(mask, name) {
   if (mask === undefined || mask === null) return undefined;

@@ -54,8 +54,8 @@ export async function runFixture(lib, fixture, via = 'safetensors') {
   }
 }
 
-// |a - e| <= 1e-4 + 1e-3 |e|, NaN exactly where expected, same shape.
-export function assertClose(actual, expected, what) {
+// |a - e| <= slack (1e-4 + 1e-3 |e|), NaN exactly where expected, same shape.
+export function assertClose(actual, expected, what, slack = 1) {
   assert.ok(actual, `${what}: missing`);
   assert.deepEqual(actual.shape, expected.shape, `${what}: shape`);
   assert.equal(actual.data.length, expected.data.length, `${what}: length`);
@@ -66,7 +66,7 @@ export function assertClose(actual, expected, what) {
       assert.ok(Number.isNaN(e) && Number.isNaN(a), `${what}[${i}]: got ${a}, expected ${e}`);
       continue;
     }
-    assert.ok(Math.abs(a - e) <= 1e-4 + 1e-3 * Math.abs(e),
+    assert.ok(Math.abs(a - e) <= slack * (1e-4 + 1e-3 * Math.abs(e)),
       `${what}[${i}]: got ${a}, expected ${e}`);
   }
 }

@@ -1,7 +1,7 @@
 // Compiled with `tsc --noEmit` against the packed package (package.test.js):
 // the declarations accept the documented API and reject misuse.
 import { loadMHA, MHAError } from 'mha-wasm';
-import type { AttentionModuleInfo, ForwardResult, MHALibrary, Mask, Tensor } from 'mha-wasm';
+import type { AttentionModuleInfo, ForwardResult, KVCache, MHALibrary, Mask, Tensor } from 'mha-wasm';
 
 export async function usage(): Promise<number> {
   const lib: MHALibrary = await loadMHA({ threads: 'auto', proxy: 'auto', wasmPaths: '/mha/' });
@@ -21,8 +21,19 @@ export async function usage(): Promise<number> {
   const mask: Mask = { data: new Uint8Array(2), shape: [1, 2] };
   const result: ForwardResult = await mha.forward(x, x, x, { keyPaddingMask: mask, isCausal: true });
   const sdpa: Tensor = await lib.scaledDotProductAttention(x, x, x, { scale: 0.5 });
+  const gqa = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, numKVHeads: 1,
+    rotary: { dim: 4, base: 10000, interleaved: false } });
+  const cache: KVCache = gqa.createKVCache({ batchSize: 1, maxLength: 16, dtype: 'float16' });
+  await gqa.forward(x, null, null, { cache, isCausal: true });
+  const held: number = cache.length + cache.maxLength + cache.batchSize;
+  const c2 = lib.createKVCache({ batchSize: 1, numKVHeads: 1, headDim: 4, maxLength: 8 });
+  await lib.scaledDotProductAttention(x, x, x, { cache: c2, enableGqa: true });
+  await cache.truncate(0);
+  c2.dispose();
   mha.dispose();
   try {
+    // @ts-expect-error dtype is 'float32' or 'float16'
+    gqa.createKVCache({ batchSize: 1, maxLength: 4, dtype: 'bfloat16' });
     // @ts-expect-error embedDim is required
     lib.createMultiheadAttention({ numHeads: 2 });
     // @ts-expect-error data must be a Float32Array
@@ -42,5 +53,5 @@ export async function usage(): Promise<number> {
     if (!(error instanceof MHAError)) throw error;
   }
   return result.output.data.length + (result.weights?.shape.length ?? 0) + sdpa.shape[0] +
-    build.length + (reason ?? '').length + Number(proxied) + inUseBytes + found.qSize;
+    build.length + (reason ?? '').length + Number(proxied) + inUseBytes + found.qSize + held;
 }

@@ -1,0 +1,127 @@
+// mha::KVCache: the keys and values of earlier calls, kept for decoding (see
+// DESIGN.md, "Decoding: KV cache, grouped-query heads, rotary positions").
+//
+// A cache holds up to max_length keys (and their values) per batch entry and
+// key/value head, in float32 or IEEE float16. All its memory is allocated at
+// creation: appending never allocates, so memory is what max_length says.
+// Keys are stored as attention reads them (projected, biased and rotated).
+//
+// A module's cache (MultiheadAttention::CreateKVCache) is tied to that module
+// and attends through MultiheadAttention::Forward; a free-standing cache
+// (KVCache::Create) serves ScaledDotProductAttention. Calls that use a cache
+// lock it: calls on one cache run one at a time, in the order they lock it.
+#ifndef MHA_SRC_KV_CACHE_H_
+#define MHA_SRC_KV_CACHE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "hwy/aligned_allocator.h"
+#include "src/aligned_buffer.h"
+#include "src/status.h"
+
+namespace mha {
+
+enum class KVCacheDtype { kFloat32, kFloat16 };
+
+// "float32" / "float16", as JS names them.
+const char* KVCacheDtypeName(KVCacheDtype dtype);
+
+struct KVCacheConfig {
+  int64_t batch_size = 0;    // N, > 0
+  int64_t num_kv_heads = 0;  // key/value heads, > 0
+  int64_t head_dim = 0;      // features per key head, > 0
+  int64_t v_head_dim = 0;    // features per value head, > 0
+  int64_t max_length = 0;    // keys it can hold per batch entry, > 0
+  KVCacheDtype dtype = KVCacheDtype::kFloat32;
+};
+
+class KVCache {
+ public:
+  // A free-standing cache (for ScaledDotProductAttention). Errors name the
+  // config field; OutOfMemory when its storage cannot be had.
+  static Status Create(const KVCacheConfig& config, std::unique_ptr<KVCache>* out);
+
+  const KVCacheConfig& config() const { return config_; }
+  // Keys held per batch entry (every entry holds the same number).
+  int64_t length() const { return length_; }
+
+  // Keeps the first `length` keys (0 <= length <= length()); the rest are
+  // forgotten. An error leaves the cache as it was.
+  Status Truncate(int64_t length);
+  void Reset() { Truncate(0); }
+
+  // ---- For the core (multihead_attention, scaled_dot_product_attention) ----
+
+  // 0 for a free-standing cache, else the id of the module that made it.
+  uint64_t owner() const { return owner_; }
+
+  // "cache (batch_size 1, num_kv_heads 8, head_dim 64, v_head_dim 64,
+  // max_length 4096, float32, holding 12)", for error messages.
+  std::string Describe() const;
+
+  // OK when `new_keys` more keys fit; else an error naming the numbers.
+  Status CheckAppend(int64_t new_keys) const;
+
+  // Storage: per batch entry, max_length rows of num_kv_heads * head_dim
+  // keys (and num_kv_heads * v_head_dim values), position-major: row t of
+  // entry n starts at element (n * max_length + t) * row width. Elements are
+  // float, or uint16_t (IEEE half bits) for kFloat16.
+  size_t key_row_width() const { return static_cast<size_t>(config_.num_kv_heads * config_.head_dim); }
+  size_t value_row_width() const {
+    return static_cast<size_t>(config_.num_kv_heads * config_.v_head_dim);
+  }
+  void* keys() { return keys_.get(); }
+  void* values() { return values_.get(); }
+  const void* keys() const { return keys_.get(); }
+  const void* values() const { return values_.get(); }
+  size_t element_size() const { return config_.dtype == KVCacheDtype::kFloat16 ? 2 : 4; }
+
+  // New rows to append: the features of head g of new key j of batch entry
+  // n start at data + n * batch_stride + j * seq_stride + g * head_stride.
+  struct Rows {
+    const float* data;
+    size_t batch_stride, seq_stride, head_stride;
+  };
+  // Stores new_keys keys and values per batch entry at positions length()..
+  // (converted to float16 if so stored). They count only after Grow; the
+  // caller has checked CheckAppend(new_keys).
+  void Write(const Rows& keys, const Rows& values, size_t new_keys);
+
+  // Records that the rows [length(), length) of every batch entry now hold
+  // keys and values; length() <= length <= max_length.
+  void Grow(int64_t length) { length_ = length; }
+
+  // The first `length` keys and values of every entry as float32: the storage
+  // itself, or (float16) converted into `scratch`. Entry n's rows start at
+  // keys + n * entry_rows * key_row_width() (values likewise).
+  struct FloatRows {
+    const float* keys;
+    const float* values;
+    size_t entry_rows;
+  };
+  FloatRows AsFloat(size_t length, AlignedBuffer* scratch) const;
+
+  // Held by each call that reads or writes the cache.
+  std::mutex& mutex() { return mutex_; }
+
+  // Used by MultiheadAttention::CreateKVCache.
+  static Status CreateOwned(const KVCacheConfig& config, uint64_t owner,
+                            std::unique_ptr<KVCache>* out);
+
+ private:
+  KVCache(const KVCacheConfig& config, uint64_t owner) : config_(config), owner_(owner) {}
+
+  KVCacheConfig config_;
+  uint64_t owner_ = 0;
+  int64_t length_ = 0;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> keys_, values_;
+  std::mutex mutex_;
+};
+
+}  // namespace mha
+
+#endif  // MHA_SRC_KV_CACHE_H_

@@ -1,0 +1,133 @@
+// KV caches through the JS API: getters, truncate/reset, and every kind of
+// bad decoding call (an MHAError naming the cache and the numbers, the cache
+// left as it was, decoding then continuing exactly as without the error).
+// On both WASM builds.
+import assert from 'node:assert/strict';
+import { before, describe, test } from 'node:test';
+import { MHAError, loadMHA } from '../../web/src/index.js';
+import { BUILDS } from './helpers/builds.js';
+import { randomModule, randomTensor, sameBits } from './helpers/random.js';
+
+const CONFIG = { embedDim: 16, numHeads: 4, numKVHeads: 2, rotary: { dim: 4 } };
+const tokens = randomTensor([8, 2, 16], 1);  // (L, N, E)
+const rows = (begin, end) => ({
+  data: tokens.data.subarray(begin * 32, end * 32), shape: [end - begin, 2, 16],
+});
+
+async function rejects(promise, pattern) {
+  await assert.rejects(promise, (e) => e instanceof MHAError && pattern.test(e.message));
+}
+
+for (const build of BUILDS) {
+  describe(`KV cache on ${build}`, () => {
+    let lib;
+    let mha;
+    let cache;
+    const step = (begin, end, options = {}) =>
+      mha.forward(rows(begin, end), rows(begin, end), rows(begin, end),
+        { cache, isCausal: true, needWeights: false, ...options });
+
+    before(async () => {
+      lib = await loadMHA({ build });
+      mha = randomModule(lib, CONFIG, 3);
+    });
+
+    test('getters, and errors that leave the cache as it was', async () => {
+      cache = mha.createKVCache({ batchSize: 2, maxLength: 6, dtype: 'float16' });
+      assert.deepEqual([cache.length, cache.maxLength, cache.batchSize, cache.dtype],
+        [0, 6, 2, 'float16']);
+      await step(0, 3);
+      assert.equal(cache.length, 3);
+      await rejects(step(3, 7), /cache: appending 4 keys to a cache holding 3 would exceed its max_length 6/);
+      await rejects(mha.forward(rows(3, 4), null, null, { cache, keyPaddingMask:
+        { data: new Uint8Array(2), shape: [2, 1] } }), /key_padding_mask: expected shape \(2, 3\)/);
+      const one = randomTensor([1, 1, 16], 2);
+      await rejects(mha.forward(one, one, one, { cache }), /cache .* batch size 2, but query has batch size 1/);
+      const other = randomModule(lib, CONFIG, 4);
+      await rejects(other.forward(rows(3, 4), rows(3, 4), rows(3, 4), { cache }),
+        /cache \(batch_size 2, num_kv_heads 2, head_dim 4, v_head_dim 4, max_length 6, float16, holding 3\) belongs to another module/);
+      other.dispose();
+      await assert.rejects(async () => mha.forward(rows(3, 4), rows(3, 4), null, { cache }),
+        /key, value: expected two tensors or both null/);
+      await assert.rejects(async () => mha.forward(rows(3, 4), null, null),
+        /key: expected a tensor \{data, shape\}, received null/);
+      assert.throws(() => cache.truncate(4), /truncate: expected a length in \[0, 3\]/);
+      assert.throws(() => cache.truncate(-1), /truncate: expected a length in \[0, 3\]/);
+      assert.equal(cache.length, 3);
+      // Decoding continues as on a cache that never saw the errors.
+      const a = await step(3, 4);
+      const errorsFree = cache;
+      cache = mha.createKVCache({ batchSize: 2, maxLength: 6, dtype: 'float16' });
+      await step(0, 3);
+      assert.ok(sameBits(a, await step(3, 4)));
+      errorsFree.dispose();
+      cache.dispose();
+    });
+
+    test('truncate rolls back; reset empties; null key/value attend the cache only',
+      async () => {
+        cache = mha.createKVCache({ batchSize: 2, maxLength: 8 });
+        await step(0, 4);
+        const fourth = await step(4, 5);
+        await step(5, 7);
+        cache.truncate(4);
+        assert.equal(cache.length, 4);
+        assert.ok(sameBits(fourth, await step(4, 5)), 'the same step after truncation');
+        const before = cache.length;
+        await mha.forward(rows(6, 7), null, null, { cache });
+        assert.equal(cache.length, before, 'nothing appended');
+        cache.reset();
+        assert.equal(cache.length, 0);
+        await rejects(mha.forward(rows(0, 1), null, null, { cache }),
+          /key: expected at least one key; the cache is empty/);
+        cache.dispose();
+      });
+
+    test('disposed caches, foreign objects and caches of the other kind', async () => {
+      cache = mha.createKVCache({ batchSize: 2, maxLength: 4 });
+      cache.dispose();
+      cache.dispose();  // twice is fine
+      await assert.rejects(async () => step(0, 1),
+        /cache: expected a live KVCache, received one that was disposed/);
+      assert.throws(() => cache.length, /cache\.length: expected a live KVCache/);
+      cache = {};
+      await assert.rejects(async () => step(0, 1),
+        /cache: expected a KVCache from createKVCache of this library, received an object/);
+      cache = lib.createKVCache({ batchSize: 2, numKVHeads: 2, headDim: 4, maxLength: 4 });
+      await rejects(step(0, 1), /cache .* was made by createKVCache for scaled_dot_product_attention/);
+      const q = randomTensor([2, 4, 1, 4], 5);
+      const k = randomTensor([2, 2, 1, 4], 6);
+      const moduleCache = mha.createKVCache({ batchSize: 2, maxLength: 4 });
+      await rejects(lib.scaledDotProductAttention(q, k, k, { cache: moduleCache, enableGqa: true }),
+        /belongs to a MultiheadAttention module/);
+      await rejects(lib.scaledDotProductAttention(q, k, k, { cache }),
+        /key: expected shape \(2, 4, 1, 4\) \(query's batch dims and E\), got \(2, 2, 1, 4\)/);
+      await rejects(lib.scaledDotProductAttention(q, null, null, { cache }),
+        /without enable_gqa they must equal the cache's num_kv_heads/);
+      await lib.scaledDotProductAttention(q, k, k, { cache, enableGqa: true });
+      assert.equal(cache.length, 1);
+      cache.dispose();
+      moduleCache.dispose();
+    });
+
+    test('bad options and configs', () => {
+      const withBiasKV = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, addBiasKV: true });
+      assert.throws(() => withBiasKV.createKVCache({ batchSize: 1, maxLength: 4 }),
+        /cache: a module with add_bias_kv or add_zero_attn cannot decode with a cache/);
+      withBiasKV.dispose();
+      assert.throws(() => mha.createKVCache({ batchSize: 1, maxLength: 4, dtype: 'bfloat16' }),
+        /dtype: expected 'float32' or 'float16', received the string 'bfloat16'/);
+      assert.throws(() => mha.createKVCache({ batchSize: 1, maxLength: 0 }),
+        /maxLength: expected a positive integer, received number 0/);
+      assert.throws(() => mha.createKVCache({ batchSize: 1 }), /maxLength/);
+      assert.throws(() => lib.createKVCache({ batchSize: 1, maxLength: 4, headDim: 4 }),
+        /numKVHeads: expected a positive integer, received undefined/);
+      assert.throws(() => lib.createMultiheadAttention({ embedDim: 8, numHeads: 4, numKVHeads: 3 }),
+        /num_kv_heads: expected a divisor of num_heads \(4\)/);
+      assert.throws(() => lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, rotary: { dim: 3 } }),
+        /rotary\.dim: expected an even number of features <= qk_head_dim \(4\), got 3/);
+      assert.throws(() => lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, rotary: { base: -2 } }),
+        /rotary\.base: expected a positive number, received number -2/);
+    });
+  });
+}

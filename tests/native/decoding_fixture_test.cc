@@ -1,0 +1,204 @@
+// Every decoding fixture (tests/fixtures/decoding, from PyTorch via
+// decoding_fixtures.py) through the public API: a schedule of calls on one
+// KV cache (prefill, steps, chunks, truncation, cross-attention over a filled
+// cache), each call's output and weights against the fixture, on every
+// compiled Highway target, single-threaded and on a 2-thread pool.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hwy/tests/hwy_gtest.h"
+#include "src/json.h"
+#include "src/kv_cache.h"
+#include "src/multihead_attention.h"
+#include "tests/native/fixture.h"
+
+namespace mha_test {
+namespace {
+
+#define ASSERT_OK(expr)                                     \
+  do {                                                      \
+    const mha::Status s_ = (expr);                          \
+    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_.message();  \
+  } while (0)
+
+// float16 storage: expected values use keys and values rounded to nearest;
+// targets that truncate (float16-inl.h) differ by up to one more half ulp.
+constexpr double kFloat16Slack = 4.0;
+
+struct Step {
+  int64_t truncate = -1;  // >= 0: truncate the cache to this length instead of a call
+  bool is_causal = false, self = false, has_keys = false;
+  bool need_weights = false, average_attn_weights = true;
+};
+
+struct DecodeConfig {
+  std::string mode;  // "self", "cross" or "sdpa"
+  mha::MultiheadAttentionConfig module;
+  int64_t batch_size = 1, max_length = 0;
+  mha::KVCacheDtype dtype = mha::KVCacheDtype::kFloat32;
+  bool enable_gqa = false;
+  std::vector<Step> steps;
+};
+
+int64_t Int(const mha::json::Value& v, const char* key) {
+  const mha::json::Value* x = v.Find(key);
+  return x != nullptr ? x->integer : 0;
+}
+
+bool Bool(const mha::json::Value& v, const char* key) {
+  const mha::json::Value* x = v.Find(key);
+  return x != nullptr && x->boolean;
+}
+
+mha::Status ReadDecodeConfig(const Fixture& f, DecodeConfig* out) {
+  mha::json::Value v;
+  MHA_RETURN_IF_ERROR(mha::json::Parse(f.config_text.data(), f.config_text.size(), &v));
+  DecodeConfig& c = *out;
+  c.mode = v.Find("mode")->string;
+  mha::MultiheadAttentionConfig& m = c.module;
+  m.embed_dim = Int(v, "embed_dim");
+  m.num_heads = Int(v, "num_heads");
+  m.num_kv_heads = Int(v, "num_kv_heads");
+  m.bias = Bool(v, "bias");
+  m.kdim = Int(v, "kdim");
+  m.vdim = Int(v, "vdim");
+  m.batch_first = Bool(v, "batch_first");
+  m.qk_head_dim = Int(v, "qk_head_dim");
+  m.v_head_dim = Int(v, "v_head_dim");
+  const mha::json::Value* rotary = v.Find("rotary");
+  if (rotary->type == mha::json::Type::kObject) {
+    m.rotary.enabled = true;
+    m.rotary.dim = Int(*rotary, "dim");
+    m.rotary.base = rotary->Find("base")->number;
+    m.rotary.interleaved = Bool(*rotary, "interleaved");
+  }
+  c.batch_size = Int(v, "batch_size");
+  c.max_length = Int(v, "max_length");
+  c.dtype = v.Find("dtype")->string == "float16" ? mha::KVCacheDtype::kFloat16
+                                                 : mha::KVCacheDtype::kFloat32;
+  c.enable_gqa = Bool(v, "enable_gqa");
+  for (const mha::json::Value& s : v.Find("steps")->array) {
+    Step step;
+    step.truncate = s.Find("truncate")->integer;
+    step.is_causal = Bool(s, "is_causal");
+    step.self = Bool(s, "self");
+    step.has_keys = Bool(s, "has_keys");
+    step.need_weights = Bool(s, "need_weights");
+    step.average_attn_weights = Bool(s, "average_attn_weights");
+    c.steps.push_back(step);
+  }
+  return mha::Status::Ok();
+}
+
+// The rows a call appends: the key argument's sequence length.
+int64_t NewKeys(const DecodeConfig& c, const mha::TensorView& key, bool sdpa) {
+  if (key.shape.empty()) return 0;
+  if (sdpa) return key.shape[key.shape.size() - 2];
+  return key.shape[c.module.batch_first && key.shape.size() == 3 ? 1 : 0];
+}
+
+void RunSchedule(Fixture& f, const DecodeConfig& c, mha::ThreadPool* pool) {
+  const bool sdpa = c.mode == "sdpa";
+  const double slack = c.dtype == mha::KVCacheDtype::kFloat16 ? kFloat16Slack : 1.0;
+  std::unique_ptr<mha::MultiheadAttention> module;
+  std::unique_ptr<mha::KVCache> cache;
+  if (sdpa) {
+    mha::TensorView k, v;
+    ASSERT_OK(f.View("step0.key", &k));
+    ASSERT_OK(f.View("step0.value", &v));
+    mha::KVCacheConfig kc;
+    kc.batch_size = k.shape[0];
+    kc.num_kv_heads = k.shape[1];
+    kc.head_dim = k.shape[3];
+    kc.v_head_dim = v.shape[3];
+    kc.max_length = c.max_length;
+    kc.dtype = c.dtype;
+    ASSERT_OK(mha::KVCache::Create(kc, &cache));
+  } else {
+    ASSERT_OK(mha::MultiheadAttention::Create(c.module, &module));
+    ASSERT_OK(module->LoadSafetensors(f.bytes.data(), f.bytes.size(), "param."));
+    ASSERT_OK(module->CreateKVCache(c.batch_size, c.max_length, c.dtype, &cache));
+  }
+  int call = 0;
+  for (size_t i = 0; i < c.steps.size(); ++i) {
+    const Step& step = c.steps[i];
+    SCOPED_TRACE("step " + std::to_string(i));
+    if (step.truncate >= 0) {
+      ASSERT_OK(cache->Truncate(step.truncate));
+      continue;
+    }
+    const std::string prefix = "step" + std::to_string(i) + ".";
+    mha::TensorView q, k, v;
+    ASSERT_OK(f.View(prefix + "query", &q));
+    if (step.self) {
+      k = v = q;  // the same pointer: the fused self-attention projection
+    } else if (step.has_keys) {
+      ASSERT_OK(f.View(prefix + "key", &k));
+      ASSERT_OK(f.View(prefix + "value", &v));
+    }
+    const int64_t expected_length = cache->length() + NewKeys(c, k, sdpa);
+    mha::Tensor expected, output;
+    ASSERT_OK(f.Expected(prefix + "output", &expected));
+    if (sdpa) {
+      mha::SdpaOptions o;
+      o.is_causal = step.is_causal;
+      o.enable_gqa = c.enable_gqa;
+      o.cache = cache.get();
+      ASSERT_OK(mha::ScaledDotProductAttention(q, k, v, o, &output, pool));
+    } else {
+      mha::ForwardOptions o;
+      ASSERT_OK(f.Mask(prefix + "key_padding_mask", &o.key_padding_mask));
+      ASSERT_OK(f.Mask(prefix + "attn_mask", &o.attn_mask));
+      o.is_causal = step.is_causal;
+      o.need_weights = step.need_weights;
+      o.average_attn_weights = step.average_attn_weights;
+      o.cache = cache.get();
+      mha::ForwardResult result;
+      ASSERT_OK(module->Forward(q, k, v, o, &result, pool));
+      output = std::move(result.output);
+      if (step.need_weights) {
+        mha::Tensor weights;
+        ASSERT_OK(f.Expected(prefix + "weights", &weights));
+        ExpectClose(result.weights, weights, "weights", slack);
+      }
+    }
+    ExpectClose(output, expected, "output", slack);
+    EXPECT_EQ(cache->length(), expected_length);
+    ++call;
+  }
+  EXPECT_GE(call, 3);
+}
+
+class DecodingFixtureTest : public hwy::TestWithParamTargetAndT<std::string> {};
+
+TEST_P(DecodingFixtureTest, EveryCallMatchesPyTorch) {
+  Fixture f;
+  ASSERT_OK(LoadFixture(GetParam(), &f));
+  ASSERT_EQ(f.kind, "decode");
+  DecodeConfig c;
+  ASSERT_OK(ReadDecodeConfig(f, &c));
+  mha::ThreadPool pool(2);
+  for (mha::ThreadPool* p : {static_cast<mha::ThreadPool*>(nullptr), &pool}) {
+    SCOPED_TRACE(p == nullptr ? "single thread" : "2-thread pool");
+    RunSchedule(f, c, p);
+  }
+}
+
+std::string ParamName(const testing::TestParamInfo<std::tuple<int64_t, std::string>>& info) {
+  const std::string& path = std::get<1>(info.param);
+  const std::string file = path.substr(path.find_last_of('/') + 1);
+  return std::string(hwy::TargetName(std::get<0>(info.param))) + "_" +
+         file.substr(0, file.size() - std::string(".safetensors").size());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTargets, DecodingFixtureTest,
+                         ::testing::Combine(::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()),
+                                            ::testing::ValuesIn(ListFixtures("decoding"))),
+                         ParamName);
+
+TEST(DecodingFixtureList, HasFixtures) { EXPECT_GE(ListFixtures("decoding").size(), 20u); }
+
+}  // namespace
+}  // namespace mha_test
