@@ -45,13 +45,13 @@ for (const build of BUILDS) {
       const lib = await loadMHA({ build });
       const decoders = makeDecoders(lib);
       for (let i = 0; i < WARMUP; ++i) await decoders[i % decoders.length]();
-      const warm = lib.heapInfo();
+      const warm = await lib.heapInfo();
       let finite = 0;
       for (let i = 0; i < STEPS; ++i) {
         const output = await decoders[i % decoders.length]();
         if (output.data.every(Number.isFinite)) ++finite;
       }
-      const end = lib.heapInfo();
+      const end = await lib.heapInfo();
       assert.equal(finite, STEPS, 'every output finite');
       assert.equal(end.memoryBytes, warm.memoryBytes, 'WASM memory size unchanged');
       assert.equal(end.heapTop, warm.heapTop, 'heap top (sbrk) unchanged');

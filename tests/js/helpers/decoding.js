@@ -22,13 +22,13 @@ function tensor(fixture, name) {
   return t && { data: t.data, shape: t.shape };
 }
 
-function makeCache(lib, fixture) {
+async function makeCache(lib, fixture) {
   const c = fixture.config;
   if (c.mode !== 'sdpa') {
     const config = { ...moduleConfig(c), numKVHeads: c.num_kv_heads || undefined };
     if (c.rotary) config.rotary = c.rotary;
     const mha = lib.createMultiheadAttention(config);
-    mha.loadSafetensors(fixture.bytes, { prefix: 'param.' });
+    await mha.loadSafetensors(fixture.bytes, { prefix: 'param.' });
     return { mha, cache: mha.createKVCache({ batchSize: c.batch_size, maxLength: c.max_length,
       dtype: c.dtype }) };
   }
@@ -42,7 +42,7 @@ function makeCache(lib, fixture) {
 export async function runDecodingFixture(lib, fixture) {
   const c = fixture.config;
   const slack = c.dtype === 'float16' ? FLOAT16_SLACK : 1;
-  const { mha, cache } = makeCache(lib, fixture);
+  const { mha, cache } = await makeCache(lib, fixture);
   try {
     for (const [i, step] of c.steps.entries()) {
       if (step.truncate >= 0) {
