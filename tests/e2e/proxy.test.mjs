@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { assertClose, assertMatchesFixture, loadFixture } from '../js/helpers/fixtures.js';
 import { HOSTILE_FIXTURE, hostileTable } from '../js/helpers/hostile_table.js';
 import { expectedOutput, layoutFixture } from '../js/helpers/layout_fixtures.js';
+import { checkDecoding, decodingFixtures } from '../js/helpers/decoding.js';
 import { ROOT, launchBrowser } from './harness.mjs';
 import { createStaticServer } from '../../scripts/static_server.mjs';
 
@@ -88,6 +89,16 @@ test('a checkpoint in two shards: listAttentionModules and loadSafetensors({ pre
   assert.ok(empty.isMHAError, JSON.stringify(empty));
   assert.match(empty.message, /listAttentionModules: bytes: expected .* received an empty array/);
 });
+
+// KV caches made in the worker: created synchronously, their length mirrored after each call.
+const DECODING = ['float16_gqa_rotary_weights.safetensors', 'cross_filled_once.safetensors',
+  'self_truncate_continue.safetensors', 'sdpa_cache_gqa.safetensors'];
+for (const fixture of decodingFixtures().filter((f) => DECODING.includes(f.name))) {
+  test(`decoding through the proxy: ${fixture.name}`, async () => {
+    const results = await page.evaluate((name) => window.proxyTest.decode(name), fixture.name);
+    checkDecoding(fixture, results.map((r) => ({ ...result(r), length: r.length })));
+  });
+}
 
 test('dispose() with calls pending: they finish, later calls throw', async () => {
   const { results, later } = await page.evaluate(() => window.proxyTest.disposeWithCallsPending());

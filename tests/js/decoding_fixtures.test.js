@@ -3,7 +3,8 @@
 import { before, describe, test } from 'node:test';
 import { loadMHA } from '../../web/src/index.js';
 import { BUILDS } from './helpers/builds.js';
-import { decodingFixtures, runDecodingFixture } from './helpers/decoding.js';
+import { checkDecoding, decodingFixtures } from './helpers/decoding.js';
+import { runDecoding } from './helpers/decoding_run.js';
 
 const fixtures = decodingFixtures();
 
@@ -12,7 +13,7 @@ for (const build of BUILDS) {
     let lib;
     before(async () => { lib = await loadMHA({ build }); });
     for (const fixture of fixtures) {
-      test(fixture.name, () => runDecodingFixture(lib, fixture));
+      test(fixture.name, async () => checkDecoding(fixture, await runDecoding(lib, fixture)));
     }
   });
 }

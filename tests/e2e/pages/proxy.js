@@ -7,6 +7,7 @@ import { HOSTILE_FIXTURE, hostileTable } from '/tests/js/helpers/hostile_table.j
 import {
   layoutFixtureFromShards, layoutModuleConfig, runLayoutForward, weightOptions,
 } from '/tests/js/helpers/layout_fixture_data.js';
+import { runDecoding } from '/tests/js/helpers/decoding_run.js';
 
 const response = await fetch(`/tests/fixtures/${HOSTILE_FIXTURE}`);
 const fixture = fixtureFromBytes(HOSTILE_FIXTURE, new Uint8Array(await response.arrayBuffer()));
@@ -132,6 +133,13 @@ window.proxyTest = {
   async inUseBytes() {
     await new Promise((resolve) => setTimeout(resolve, 50));   // finalizers run as tasks
     return (await lib.heapInfo()).inUseBytes;
+  },
+
+  // A decoding fixture's schedule on a KV cache that lives in the worker.
+  async decode(name) {
+    const bytes = new Uint8Array(await (await fetch(`/tests/fixtures/decoding/${name}`)).arrayBuffer());
+    const results = await runDecoding(lib, fixtureFromBytes(name, bytes));
+    return results.map((r) => ({ ...plain(r), length: r.length }));
   },
 
   // `calls` forwards, a module made and disposed every 10th; the worker's heap after.

@@ -1,76 +1,41 @@
-// The decoding fixtures (tests/fixtures/decoding/README.md): a schedule of
-// calls on one KV cache, run through the JS API as a user would.
+// The decoding fixtures (tests/fixtures/decoding/README.md) in Node, and the
+// check of a schedule's results (helpers/decoding_run.js) against them.
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
-import { assertClose, moduleConfig } from './fixtures.js';
-import { readSafetensors } from './safetensors.js';
+import { fixtureFromBytes } from './fixture_data.js';
+import { assertClose } from './fixtures.js';
 
 const DIR = new URL('../../fixtures/decoding/', import.meta.url);
 // float16 storage: see tests/native/decoding_fixture_test.cc.
 const FLOAT16_SLACK = 4;
 
 export function decodingFixtures() {
-  return readdirSync(DIR).filter((f) => f.endsWith('.safetensors')).sort().map((name) => {
-    const bytes = new Uint8Array(readFileSync(new URL(name, DIR)));
-    const { metadata, tensors } = readSafetensors(bytes);
-    return { name, bytes, config: JSON.parse(metadata.config), tensors };
-  });
+  return readdirSync(DIR).filter((f) => f.endsWith('.safetensors')).sort()
+    .map((name) => fixtureFromBytes(name, new Uint8Array(readFileSync(new URL(name, DIR)))));
 }
 
-function tensor(fixture, name) {
-  const t = fixture.tensors[name];
-  return t && { data: t.data, shape: t.shape };
-}
-
-async function makeCache(lib, fixture) {
-  const c = fixture.config;
-  if (c.mode !== 'sdpa') {
-    const config = { ...moduleConfig(c), numKVHeads: c.num_kv_heads || undefined };
-    if (c.rotary) config.rotary = c.rotary;
-    const mha = lib.createMultiheadAttention(config);
-    await mha.loadSafetensors(fixture.bytes, { prefix: 'param.' });
-    return { mha, cache: mha.createKVCache({ batchSize: c.batch_size, maxLength: c.max_length,
-      dtype: c.dtype }) };
-  }
-  const [, numKVHeads, , headDim] = fixture.tensors['step0.key'].shape;
-  const vHeadDim = fixture.tensors['step0.value'].shape[3];
-  return { mha: null, cache: lib.createKVCache({ batchSize: c.batch_size, numKVHeads, headDim,
-    vHeadDim, maxLength: c.max_length, dtype: c.dtype }) };
-}
-
-// Runs every step and checks its output (and weights) against the fixture.
-export async function runDecodingFixture(lib, fixture) {
+// Every step's output, weights and cache length as the fixture has them.
+export function checkDecoding(fixture, results) {
   const c = fixture.config;
   const slack = c.dtype === 'float16' ? FLOAT16_SLACK : 1;
-  const { mha, cache } = await makeCache(lib, fixture);
-  try {
-    for (const [i, step] of c.steps.entries()) {
-      if (step.truncate >= 0) {
-        await cache.truncate(step.truncate);
-        assert.equal(cache.length, step.truncate);
-        continue;
-      }
-      const t = (name) => tensor(fixture, `step${i}.${name}`);
-      const query = t('query');
-      const key = step.self ? query : t('key') ?? null;
-      const value = step.self ? query : t('value') ?? null;
-      let output;
-      if (mha === null) {
-        output = await lib.scaledDotProductAttention(query, key, value,
-          { cache, isCausal: step.is_causal, enableGqa: c.enable_gqa });
+  assert.equal(results.length, c.steps.length);
+  let length = 0;
+  for (const [i, step] of c.steps.entries()) {
+    const expected = (name) => fixture.tensors[`step${i}.${name}`];
+    const r = results[i];
+    if (step.truncate >= 0) {
+      length = step.truncate;
+    } else {
+      const keys = step.self ? expected('query') : expected('key');
+      const batchFirst = c.batch_first && c.batched;
+      if (keys) length += c.mode === 'sdpa' ? keys.shape[2] : keys.shape[batchFirst ? 1 : 0];
+      assertClose(r.output, expected('output'), `${fixture.name} step ${i} output`, slack);
+      if (step.need_weights) {
+        assertClose(r.weights, expected('weights'), `${fixture.name} step ${i} weights`, slack);
       } else {
-        const result = await mha.forward(query, key, value, {
-          cache, isCausal: step.is_causal, needWeights: step.need_weights,
-          averageAttnWeights: step.average_attn_weights,
-          keyPaddingMask: t('key_padding_mask'), attnMask: t('attn_mask'),
-        });
-        output = result.output;
-        if (step.need_weights) assertClose(result.weights, t('weights'), `step ${i} weights`, slack);
+        assert.equal(r.weights, null);
       }
-      assertClose(output, t('output'), `${fixture.name} step ${i} output`, slack);
     }
-  } finally {
-    cache.dispose();
-    mha?.dispose();
+    assert.equal(r.length, length, `${fixture.name} step ${i}: cache length`);
   }
 }

@@ -1,0 +1,58 @@
+// Runs a decoding fixture's schedule (tests/fixtures/decoding/README.md) on
+// one KV cache through the JS API, in Node or in a page (no Node modules):
+// returns each step's results and the cache length after it.
+import { moduleConfig } from './fixture_data.js';
+
+async function makeCache(lib, fixture) {
+  const c = fixture.config;
+  if (c.mode !== 'sdpa') {
+    const config = { ...moduleConfig(c), numKVHeads: c.num_kv_heads || undefined };
+    if (c.rotary) config.rotary = c.rotary;
+    const mha = lib.createMultiheadAttention(config);
+    await mha.loadSafetensors(fixture.bytes, { prefix: 'param.' });
+    return { mha, cache: mha.createKVCache({ batchSize: c.batch_size, maxLength: c.max_length,
+      dtype: c.dtype }) };
+  }
+  const [, numKVHeads, , headDim] = fixture.tensors['step0.key'].shape;
+  const vHeadDim = fixture.tensors['step0.value'].shape[3];
+  return { mha: null, cache: lib.createKVCache({ batchSize: c.batch_size, numKVHeads, headDim,
+    vHeadDim, maxLength: c.max_length, dtype: c.dtype }) };
+}
+
+// [{ output, weights, length }] per step (a truncation gives only its length).
+export async function runDecoding(lib, fixture) {
+  const c = fixture.config;
+  const { mha, cache } = await makeCache(lib, fixture);
+  const tensor = (name) => fixture.tensors[name] &&
+    { data: fixture.tensors[name].data, shape: fixture.tensors[name].shape };
+  const results = [];
+  try {
+    for (const [i, step] of c.steps.entries()) {
+      if (step.truncate >= 0) {
+        await cache.truncate(step.truncate);
+        results.push({ length: cache.length });
+        continue;
+      }
+      const t = (name) => tensor(`step${i}.${name}`);
+      const query = t('query');
+      const key = step.self ? query : t('key') ?? null;
+      const value = step.self ? query : t('value') ?? null;
+      let result;
+      if (mha === null) {
+        result = { output: await lib.scaledDotProductAttention(query, key, value,
+          { cache, isCausal: step.is_causal, enableGqa: c.enable_gqa }), weights: null };
+      } else {
+        result = await mha.forward(query, key, value, {
+          cache, isCausal: step.is_causal, needWeights: step.need_weights,
+          averageAttnWeights: step.average_attn_weights,
+          keyPaddingMask: t('key_padding_mask'), attnMask: t('attn_mask'),
+        });
+      }
+      results.push({ ...result, length: cache.length });
+    }
+  } finally {
+    cache.dispose();
+    mha?.dispose();
+  }
+  return results;
+}
