@@ -118,7 +118,7 @@ void RunSchedule(Fixture& f, const DecodeConfig& c, mha::ThreadPool* pool) {
     ASSERT_OK(mha::KVCache::Create(kc, &cache));
   } else {
     ASSERT_OK(mha::MultiheadAttention::Create(c.module, &module));
-    ASSERT_OK(module->LoadSafetensors(f.bytes.data(), f.bytes.size(), "param."));
+    ASSERT_OK(module->LoadSafetensors(f.bytes.data(), f.bytes.size(), {"param."}));
     ASSERT_OK(module->CreateKVCache(c.batch_size, c.max_length, c.dtype, &cache));
   }
   int call = 0;
