@@ -5,6 +5,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
@@ -61,6 +62,24 @@ export async function openDemo(context, url) {
   await page.goto(url);
   await waitForRunsAbove(page, 0);
   return { page, consoleErrors };
+}
+
+// For a test file: serves the demo (isolated or not) and opens it in a fresh Chromium at `query`
+// before its tests, closes both after them. The returned object gets { page, consoleErrors }.
+export function useDemoPage({ isolated = true, query = '' } = {}) {
+  const demo = {};
+  let server;
+  let browser;
+  before(async () => {
+    server = await startServer({ isolated });
+    browser = await launchBrowser();
+    Object.assign(demo, await openDemo(browser.context, `${server.url}${query}`));
+  });
+  after(async () => {
+    await browser?.close();
+    server?.stop();
+  });
+  return demo;
 }
 
 export const resultState = (page) =>

@@ -1,9 +1,11 @@
 // The demo's engine: the package's library, run in its own Worker (the proxy), with the module of
-// the last request kept while its modelKey stays the same, so only forwards are timed.
+// the last request kept while its modelKey stays the same, so only forwards are timed; and the
+// decoding mode's KV cache of that module.
 import { loadMHA } from '../src/browser.js';
 
 let lib = null;
 let model = null; // { key, mha }
+let decoder = null; // { mha, cache }: the cache belongs to that module
 
 // Loads the engine with `threads` threads (ending the previous one); resolves to lib.info.
 export async function startEngine(threads) {
@@ -20,6 +22,7 @@ export const engineRunning = () => lib !== null;
 export function stopEngine() {
   lib?.terminate();
   model = null;
+  decoder = null;
 }
 
 // The attention modules a .safetensors file holds (the engine reads its headers).
@@ -60,4 +63,26 @@ export async function runRequest(request) {
     model = null;
     throw error;
   }
+}
+
+// Forgets the decoding mode's cache (its keys and values are freed).
+export function resetDecoder() {
+  decoder?.cache.dispose();
+  decoder = null;
+}
+
+// One decoding step: `token` ({ data, shape: [1, E] }) is projected, appended to the cache of the
+// request's module (a new cache of `maxLength` keys when the module changed) and attends to every
+// key the cache holds. Resolves to its weights (1, T) averaged over heads, the cache's length T
+// and the milliseconds the forward took.
+export async function decodeStep(request, token, maxLength) {
+  const mha = await prepareModel(request);
+  if (decoder?.mha !== mha || decoder.cache.maxLength !== maxLength) {
+    resetDecoder();
+    decoder = { mha, cache: mha.createKVCache({ batchSize: 1, maxLength }) };
+  }
+  const options = { cache: decoder.cache, isCausal: true, needWeights: true, averageAttnWeights: true };
+  const start = performance.now();
+  const { weights } = await mha.forward(token, token, token, options);
+  return { weights, length: decoder.cache.length, timeMs: performance.now() - start };
 }

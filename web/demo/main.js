@@ -1,5 +1,6 @@
 // The demo page: reads the controls, runs forwards in the package's worker, draws the results.
 // Every failure ends as a readable message in the page; the page itself keeps working.
+import { DecodeView } from './decode-view.js';
 import { engineRunning, listAttentionModules, runRequest, startEngine as loadEngine, stopEngine } from './engine.js';
 import { MaskPainter } from './mask-painter.js';
 import { buildProblem, MAX_PAINTED_LENGTH } from './problem.js';
@@ -195,7 +196,17 @@ function showEngineBadges(info, isolated) {
   Object.assign(result.dataset, { build: info.build, threads: String(info.threads), isolated: String(isolated) });
 }
 
+// The request of the settings on screen, for the decoding mode; throws a readable Error.
+function currentRequest() {
+  const settings = readSettings();
+  if (settings.source === 'file' && !loadedFile) throw new Error('choose a .safetensors file first');
+  const file = settings.source === 'file' ? describeLoadedFile(settings) : null;
+  return buildProblem(settings, file, painter.cells).request;
+}
+const decodeView = new DecodeView(currentRequest, tooltip);
+
 async function startEngine() {
+  decodeView.reset();
   const threads = self.crossOriginIsolated ? Number(byId('threads').value) : 1;
   byId('badge-build').textContent = 'loading engine…';
   byId('badge-build').className = 'badge';
@@ -279,6 +290,7 @@ async function loadFile(file) {
     const modules = await listAttentionModules(bytes);
     const description = describeWeightsFile(file.name, bytes, { prefix: null, numHeads: numberOf('heads') || 1, modules });
     loadedFile = { name: file.name, bytes, id: ++fileCount, modules };
+    decodeView.reset();
     form.querySelector('input[name="source"][value="file"]').checked = true;
     byId('prefix').value = description.prefix;
     byId('prefixes').replaceChildren(...description.prefixes.map((m) =>
@@ -339,6 +351,7 @@ function setUpThreads() {
 function onControlChange(event) {
   if (event.target.id === 'threads' || event.target.id === 'weights-file') return;
   if (event.target.id === 'prefix' && event.type === 'input') return; // wait for the whole prefix
+  decodeView.reset();
   syncControls();
   scheduleRun();
 }
@@ -356,7 +369,10 @@ byId('weights-file').addEventListener('change', (event) => {
 });
 byId('mask-clear').addEventListener('click', () => painter.clear());
 // A forward cannot be interrupted inside WASM: stopping ends the worker; the next run starts a new one.
-byId('stop').addEventListener('click', stopEngine);
+byId('stop').addEventListener('click', () => {
+  stopEngine();
+  decodeView.reset();
+});
 byId('batch-item').addEventListener('change', () => {
   if (lastRun) renderResults(lastRun.problem, lastRun.reply, Number(byId('batch-item').value), tooltip);
   syncPainterContext(readSettings());
