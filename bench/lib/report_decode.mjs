@@ -20,7 +20,7 @@ function describe(w) {
     `${fixed((stepBytes(w) - weightBytes(w)) / MB, 1)} MB of cache`;
 }
 
-export function renderDecode({ engines, workloads, results, bandwidths }, out) {
+export function renderDecode({ machine, engines, workloads, results, bandwidths }, out) {
   const get = (engine, threads, id) => results[engine]?.[threads]?.[id];
   const oursOf = (family) => engines.find((e) => e.family === family && e.ours).name;
   const ratio = (name, ours, threads, id) => {
@@ -80,6 +80,14 @@ export function renderDecode({ engines, workloads, results, bandwidths }, out) {
   }
   out();
   out('n/a: the float16 cache (D2h) is ours only.');
+  out();
+  const found = (engine, key) => Object.values(results[engine] ?? {})
+    .flatMap((byId) => Object.values(byId)).find((r) => r[key])?.[key];
+  const info = found(oursOf('wasm'), 'info');
+  const target = found(oursOf('native'), 'target');
+  out(`Versions: ${machine.peers.filter((p) => p.startsWith('onnxruntime')).join(', ')}` +
+      (info ? `; mha-wasm ${info.version} (${info.build})` : '') +
+      (target ? `; mha on Highway target ${target}` : '') + '.');
   out();
 
   out('### Read bandwidth');
