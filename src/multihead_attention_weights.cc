@@ -20,7 +20,8 @@ namespace {
 
 std::string ConfigString(const MultiheadAttentionConfig& c) {
   return "embed_dim " + std::to_string(c.embed_dim) + ", num_heads " +
-         std::to_string(c.num_heads) + ", kdim " + std::to_string(c.kdim) + ", vdim " +
+         std::to_string(c.num_heads) + ", num_kv_heads " + std::to_string(c.num_kv_heads) +
+         ", kdim " + std::to_string(c.kdim) + ", vdim " +
          std::to_string(c.vdim) + ", qk_head_dim " + std::to_string(c.qk_head_dim) +
          ", v_head_dim " + std::to_string(c.v_head_dim);
 }

@@ -65,8 +65,8 @@ mha::MultiheadAttentionConfig Config(int64_t embed_dim, int64_t num_heads) {
   return config;
 }
 
-// Listed modules have positive dims, and load into a one-head module of
-// those dims or fail with a message.
+// Listed modules have positive dims, and load into a module of those dims
+// (one key/value head) or fail with a message.
 std::string CheckListing(const mha::SafetensorsFile& file) {
   const std::vector<mha::AttentionModuleInfo> modules =
       mha::ListAttentionModules(mha::TensorShapes(file));
@@ -77,13 +77,17 @@ std::string CheckListing(const mha::SafetensorsFile& file) {
       return "ListAttentionModules: non-positive dims at '" + m.module.prefix + "'";
     }
     constexpr int64_t kMaxDim = 256;  // keeps each run fast
-    if (m.q_size != m.k_size || std::max({m.embed_dim, m.kdim, m.vdim, m.q_size, m.v_size}) > kMaxDim) {
+    if (m.q_size % m.k_size != 0 ||
+        std::max({m.embed_dim, m.kdim, m.vdim, m.q_size, m.v_size}) > kMaxDim) {
       continue;
     }
-    mha::MultiheadAttentionConfig config = Config(m.embed_dim, 1);
+    // q_size / k_size heads of one key/value head each: num_heads * qk_head_dim
+    // = q_size, num_kv_heads * qk_head_dim = k_size (grouped-query when > 1).
+    mha::MultiheadAttentionConfig config = Config(m.embed_dim, m.q_size / m.k_size);
+    config.num_kv_heads = 1;
     config.kdim = m.kdim;
     config.vdim = m.vdim;
-    config.qk_head_dim = m.q_size;
+    config.qk_head_dim = m.k_size;
     config.v_head_dim = m.v_size;
     config.bias = m.bias;
     config.add_bias_kv = m.bias_kv;

@@ -17,12 +17,6 @@
 namespace mha_test {
 namespace {
 
-#define ASSERT_OK(expr)                                     \
-  do {                                                      \
-    const mha::Status s_ = (expr);                          \
-    ASSERT_TRUE(s_.ok()) << #expr << ": " << s_.message();  \
-  } while (0)
-
 // float16 storage: expected values use keys and values rounded to nearest;
 // targets that truncate (float16-inl.h) differ by up to one more half ulp.
 constexpr double kFloat16Slack = 4.0;

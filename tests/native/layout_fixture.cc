@@ -84,6 +84,14 @@ mha::MultiheadAttentionConfig LayoutFixture::ModuleConfig() const {
   c.vdim = Int(m, "vdim");
   c.qk_head_dim = Int(m, "qk_head_dim");
   c.v_head_dim = Int(m, "v_head_dim");
+  c.num_kv_heads = Int(m, "num_kv_heads");
+  const mha::json::Value* rotary = m.Find("rotary");
+  if (rotary != nullptr && rotary->type == mha::json::Type::kObject) {
+    c.rotary.enabled = true;
+    c.rotary.dim = Int(*rotary, "dim");
+    c.rotary.base = rotary->Find("base")->number;
+    c.rotary.interleaved = Bool(*rotary, "interleaved");
+  }
   c.batch_first = Bool(m, "batch_first");
   return c;
 }

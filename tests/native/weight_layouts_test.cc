@@ -81,6 +81,25 @@ TEST_F(FixtureErrors, ShapeThatDoesNotFitNamesTensorExpectedAndReceived) {
               {"transformer.h.1.attn.c_attn.weight: expected shape (8, 24)", "received (16, 48)"});
 }
 
+TEST_F(FixtureErrors, KeyValueHeadsThatDoNotFit) {
+  // Llama with as many key/value heads as query heads, into a grouped-query module.
+  Load("llama_no_bias");
+  MultiheadAttentionConfig c = f_.ModuleConfig();
+  c.num_kv_heads = 1;
+  std::unique_ptr<MultiheadAttention> m;
+  ASSERT_TRUE(MultiheadAttention::Create(c, &m).ok());
+  ExpectError(m->LoadSafetensors(f_.file, options_),
+              {"model.layers.1.self_attn.k_proj.weight: expected shape (8, 16)", "num_kv_heads 1",
+               "received (16, 16)"});
+  // And the grouped-query checkpoint into a module without grouped heads.
+  Load("llama_gqa_rotary");
+  c = f_.ModuleConfig();
+  c.num_kv_heads = 0;
+  ASSERT_TRUE(MultiheadAttention::Create(c, &m).ok());
+  ExpectError(m->LoadSafetensors(f_.file, options_),
+              {"k_proj.weight: expected shape (16, 16)", "num_kv_heads 4", "received (8, 16)"});
+}
+
 TEST_F(FixtureErrors, BiasInTheFileWithBiasFalse) {
   Load("whisper_self_no_k_bias");
   auto m = Module(16, 2, /*bias=*/false);

@@ -26,10 +26,13 @@ function configFromModule(module, numHeads) {
   if (qSize % numHeads !== 0 || vSize % numHeads !== 0) {
     throw new Error(`${numHeads} heads do not divide this module's query size ${qSize} and value size ${vSize}; set Heads to the model's num_attention_heads`);
   }
-  if (kSize !== qSize) {
-    throw new Error(`this module has grouped-query heads (key size ${kSize}, query size ${qSize}), which this page does not run`);
+  // Grouped-query heads: keys and values have qSize / kSize times fewer heads.
+  const numKVHeads = numHeads * kSize / qSize;
+  if (!Number.isInteger(numKVHeads) || numHeads % numKVHeads !== 0) {
+    throw new Error(`${numHeads} heads do not fit this module's key size ${kSize} (query size ${qSize}): its key/value heads must divide its heads`);
   }
   const config = { embedDim, numHeads, bias: module.bias, addBiasKV: module.biasKV, addZeroAttn: false, batchFirst: false };
+  if (numKVHeads !== numHeads) config.numKVHeads = numKVHeads;
   if (kdim !== embedDim) config.kdim = kdim;
   if (vdim !== embedDim) config.vdim = vdim;
   if (qSize !== embedDim) config.qkHeadDim = qSize / numHeads;

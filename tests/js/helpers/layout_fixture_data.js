@@ -20,6 +20,8 @@ export function layoutModuleConfig({ module: m }) {
     embedDim: m.embed_dim, numHeads: m.num_heads, bias: m.bias, kdim: m.kdim || undefined,
     vdim: m.vdim || undefined, qkHeadDim: m.qk_head_dim || undefined,
     vHeadDim: m.v_head_dim || undefined, batchFirst: m.batch_first,
+    numKVHeads: m.num_kv_heads || undefined,
+    rotary: m.rotary ? { ...m.rotary, dim: m.rotary.dim || undefined } : undefined,
   };
 }
 
