@@ -3,12 +3,23 @@
 #include <algorithm>
 #include <limits>
 
+#include "src/decode_attention.h"
+
 namespace mha {
 namespace {
 
 // Queries per work item: a multiple of the kernel's query chunk (64), small
 // enough to balance causal work across threads.
 constexpr size_t kQueriesPerItem = 64;
+
+// Multiply-adds of every head's scores and values (upper bound: all keys).
+double AttentionWork(const std::vector<kernels::AttentionHead>& heads) {
+  double work = 0.0;
+  for (const kernels::AttentionHead& h : heads) {
+    work += static_cast<double>(h.num_queries) * h.num_keys() * (h.qk_dim + h.v_dim);
+  }
+  return work;
+}
 
 }  // namespace
 
@@ -28,6 +39,12 @@ const float* AdditiveMask(const MaskView& mask, uint8_t masked_value, std::vecto
 void RunAttentionHeads(const std::vector<kernels::AttentionHead>& heads, ThreadPool* pool,
                        AlignedBuffer* scratch) {
   if (heads.empty()) return;
+  const kernels::AttentionHead& first = heads[0];
+  if (DecodeShaped(first.num_queries, first.weights != nullptr, first.num_extra)) {
+    RunDecodeHeads(heads, pool, scratch);
+    return;
+  }
+  pool = SharedPool(pool, AttentionWork(heads));
   const size_t queries = heads[0].num_queries;
   const size_t chunks = (queries + kQueriesPerItem - 1) / kQueriesPerItem;
   size_t per_thread = 0;

@@ -97,7 +97,7 @@ void Store(const float* src, size_t count, KVCacheDtype dtype, uint8_t* dst) {
   }
 }
 
-void WriteRows(const KVCache::Rows& rows, size_t new_keys, const KVCacheConfig& c,
+void WriteRows(const KVCache::NewRows& rows, size_t new_keys, const KVCacheConfig& c,
                size_t head_dim, size_t start, uint8_t* storage) {
   const size_t heads = static_cast<size_t>(c.num_kv_heads);
   const size_t element = c.dtype == KVCacheDtype::kFloat16 ? 2 : 4;
@@ -115,17 +115,25 @@ void WriteRows(const KVCache::Rows& rows, size_t new_keys, const KVCacheConfig& 
 
 }  // namespace
 
-void KVCache::Write(const Rows& keys, const Rows& values, size_t new_keys) {
+void KVCache::Write(const NewRows& keys, const NewRows& values, size_t new_keys) {
   const size_t start = static_cast<size_t>(length_);
   WriteRows(keys, new_keys, config_, static_cast<size_t>(config_.head_dim), start, keys_.get());
   WriteRows(values, new_keys, config_, static_cast<size_t>(config_.v_head_dim), start,
             values_.get());
 }
 
-KVCache::FloatRows KVCache::AsFloat(size_t length, AlignedBuffer* scratch) const {
+KVCache::Rows KVCache::Read(size_t length, bool half_ok, AlignedBuffer* scratch) const {
+  Rows rows;
+  rows.entry_rows = static_cast<size_t>(config_.max_length);
   if (config_.dtype == KVCacheDtype::kFloat32) {
-    return {reinterpret_cast<const float*>(keys_.get()),
-            reinterpret_cast<const float*>(values_.get()), static_cast<size_t>(config_.max_length)};
+    rows.keys = reinterpret_cast<const float*>(keys_.get());
+    rows.values = reinterpret_cast<const float*>(values_.get());
+    return rows;
+  }
+  if (half_ok) {
+    rows.keys_half = reinterpret_cast<const uint16_t*>(keys_.get());
+    rows.values_half = reinterpret_cast<const uint16_t*>(values_.get());
+    return rows;
   }
   const size_t batch = static_cast<size_t>(config_.batch_size);
   const size_t kw = key_row_width(), vw = value_row_width();
@@ -138,7 +146,10 @@ KVCache::FloatRows KVCache::AsFloat(size_t length, AlignedBuffer* scratch) const
     kernels::HalfToFloat(k16 + n * max_length * kw, length * kw, keys + n * length * kw);
     kernels::HalfToFloat(v16 + n * max_length * vw, length * vw, values + n * length * vw);
   }
-  return {keys, values, length};
+  rows.keys = keys;
+  rows.values = values;
+  rows.entry_rows = length;
+  return rows;
 }
 
 }  // namespace mha

@@ -82,28 +82,32 @@ class KVCache {
 
   // New rows to append: the features of head g of new key j of batch entry
   // n start at data + n * batch_stride + j * seq_stride + g * head_stride.
-  struct Rows {
+  struct NewRows {
     const float* data;
     size_t batch_stride, seq_stride, head_stride;
   };
   // Stores new_keys keys and values per batch entry at positions length()..
   // (converted to float16 if so stored). They count only after Grow; the
   // caller has checked CheckAppend(new_keys).
-  void Write(const Rows& keys, const Rows& values, size_t new_keys);
+  void Write(const NewRows& keys, const NewRows& values, size_t new_keys);
 
   // Records that the rows [length(), length) of every batch entry now hold
   // keys and values; length() <= length <= max_length.
   void Grow(int64_t length) { length_ = length; }
 
-  // The first `length` keys and values of every entry as float32: the storage
-  // itself, or (float16) converted into `scratch`. Entry n's rows start at
-  // keys + n * entry_rows * key_row_width() (values likewise).
-  struct FloatRows {
-    const float* keys;
-    const float* values;
-    size_t entry_rows;
+  // The first `length` keys and values of every entry, for attention: as
+  // float32 (the storage itself, or float16 converted into `scratch`), or, when
+  // `half_ok` and stored so, as the float16 storage itself (keys_half,
+  // values_half; keys and values null). Entry n's rows start at
+  // n * entry_rows * key_row_width() elements (values likewise).
+  struct Rows {
+    const float* keys = nullptr;
+    const float* values = nullptr;
+    const uint16_t* keys_half = nullptr;
+    const uint16_t* values_half = nullptr;
+    size_t entry_rows = 0;
   };
-  FloatRows AsFloat(size_t length, AlignedBuffer* scratch) const;
+  Rows Read(size_t length, bool half_ok, AlignedBuffer* scratch) const;
 
   // Held by each call that reads or writes the cache.
   std::mutex& mutex() { return mutex_; }

@@ -62,6 +62,11 @@ void PackedLinear::AddTasks(const Block& b) {
 
 void PackedLinear::RunTasks(const float* x, size_t ldx, float* y, size_t ldy, ThreadPool* pool) {
   const float* packed = Packed();
+  double work = 0.0;
+  for (const Block& b : tasks_) {
+    work += static_cast<double>(b.row_end - b.row_begin) * (b.col_end - b.col_begin) * in_;
+  }
+  pool = SharedPool(pool, work);
   auto task = [&](size_t begin, size_t end, size_t) {
     for (size_t t = begin; t < end; ++t) {
       const Block& k = tasks_[t];

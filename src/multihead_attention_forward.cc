@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "src/attention.h"
+#include "src/decode_attention.h"
 #include "src/linear.h"
 #include "src/multihead_attention.h"
 #include "src/multihead_attention_impl.h"
@@ -268,15 +269,21 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
 
   // Where attention reads head (n, g)'s keys: the new rows, or the cache
   // after they are appended to it.
+  const size_t num_extra = (c.add_bias_kv ? 1 : 0) + (c.add_zero_attn ? 1 : 0);
   const float* K_n0 = K;
   const float* V_n0 = V;
+  const uint16_t* K_half = nullptr;  // float16 cache rows, read as they are stored
+  const uint16_t* V_half = nullptr;
   size_t k_entry = bf ? S * k_ld : k_ld, v_entry = bf ? S * v_ld : v_ld;  // entry n to n + 1
   size_t k_step = bf ? k_ld : N * k_ld, v_step = bf ? v_ld : N * v_ld;     // key j to j + 1
   if (cache != nullptr) {
     cache->Write({K, k_entry, k_step, dq}, {V, v_entry, v_step, dv}, S);
-    const KVCache::FloatRows rows = cache->AsFloat(T, &cache_scratch);
+    const KVCache::Rows rows =
+        cache->Read(T, DecodeShaped(L, o.need_weights, num_extra), &cache_scratch);
     K_n0 = rows.keys;
     V_n0 = rows.values;
+    K_half = rows.keys_half;
+    V_half = rows.values_half;
     k_step = KK;
     v_step = KV;
     k_entry = rows.entry_rows * KK;
@@ -284,7 +291,6 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
   }
 
   // Extra keys per head: bias_k / bias_v, then a zero key / value.
-  const size_t num_extra = (c.add_bias_kv ? 1 : 0) + (c.add_zero_attn ? 1 : 0);
   float* extra_k = extras.Get(H * num_extra * (dq + dv) + 1);
   float* extra_v = extra_k + H * num_extra * dq;
   for (size_t h = 0; h < H; ++h) {
@@ -324,9 +330,15 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
       kernels::AttentionHead head;
       head.q = Q + q_row * q_ld + h * dq;
       head.q_stride = q_step * q_ld;
-      head.k = K_n0 + n * k_entry + g * dq;
+      const size_t k_offset = n * k_entry + g * dq, v_offset = n * v_entry + g * dv;
+      if (K_half != nullptr) {
+        head.k_half = K_half + k_offset;
+        head.v_half = V_half + v_offset;
+      } else {
+        head.k = K_n0 + k_offset;
+        head.v = V_n0 + v_offset;
+      }
       head.k_stride = k_step;
-      head.v = V_n0 + n * v_entry + g * dv;
       head.v_stride = v_step;
       head.extra_k = extra_k + h * num_extra * dq;
       head.extra_v = extra_v + h * num_extra * dv;

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "src/attention.h"
+#include "src/decode_attention.h"
 #include "src/multihead_attention.h"
 
 namespace mha {
@@ -178,15 +179,20 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
     // at k + b * k_entry + g * k_head, k_step apart (values likewise).
     const float* k = key.data;
     const float* v = value.data;
+    const uint16_t* k_half = nullptr;  // float16 cache rows, read as they are stored
+    const uint16_t* v_half = nullptr;
     size_t k_entry = Hkv * S * E, k_head = S * E, k_step = E;
     size_t v_entry = Hkv * S * Ev, v_head = S * Ev, v_step = Ev;
     // One grow-only scratch per calling thread: no allocation per call.
     thread_local AlignedBuffer scratch, cache_scratch;
     if (options.cache != nullptr) {
       options.cache->Write({k, k_entry, k_step, k_head}, {v, v_entry, v_step, v_head}, S);
-      const KVCache::FloatRows rows = options.cache->AsFloat(T, &cache_scratch);
+      const KVCache::Rows rows =
+          options.cache->Read(T, DecodeShaped(L, false, 0), &cache_scratch);
       k = rows.keys;
       v = rows.values;
+      k_half = rows.keys_half;
+      v_half = rows.values_half;
       k_entry = rows.entry_rows * Hkv * E;
       v_entry = rows.entry_rows * Hkv * Ev;
       k_head = E;
@@ -201,9 +207,15 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
         kernels::AttentionHead head;
         head.q = query.data + bh * L * E;
         head.q_stride = E;
-        head.k = k + b * k_entry + g * k_head;
+        const size_t k_offset = b * k_entry + g * k_head, v_offset = b * v_entry + g * v_head;
+        if (k_half != nullptr) {
+          head.k_half = k_half + k_offset;
+          head.v_half = v_half + v_offset;
+        } else {
+          head.k = k + k_offset;
+          head.v = v + v_offset;
+        }
         head.k_stride = k_step;
-        head.v = v + b * v_entry + g * v_head;
         head.v_stride = v_step;
         head.out = output->data.data() + bh * L * Ev;
         head.out_stride = Ev;

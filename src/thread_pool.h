@@ -55,6 +55,23 @@ class ThreadPool {
   alignas(64) std::atomic<size_t> next_{0};
 };
 
+// Multiply-adds below which a call (one projection, one attention) runs on
+// the calling thread: waking the pool's threads and waiting for them costs
+// more than sharing saves. Measured (native, AMD EPYC, 1 thread, decode
+// steps of E=64..768 against 16..1023 keys): about 12,000 multiply-adds per
+// microsecond; issue #12 measured the pool's wake-up in WASM at about 54 us
+// (E=64, H=4, L=S=1: 30 us on one thread, 84 us median on two). Sharing
+// saves at most half the time, so it pays from about 2 x 30 us x 12,000 =
+// 7e5 (native) or 4e5 (WASM, ~3x slower per thread) multiply-adds: 5e5.
+// (Two-thread timings on the shared 2-core VM, load 7, were dominated by the
+// scheduler: median 2 ms per hand-off, so they could not set this.)
+constexpr double kMinSharedWork = 5e5;
+
+// `pool`, or null (the calling thread alone) for work below kMinSharedWork.
+inline ThreadPool* SharedPool(ThreadPool* pool, double work) {
+  return work < kMinSharedWork ? nullptr : pool;
+}
+
 }  // namespace mha
 
 #endif  // MHA_SRC_THREAD_POOL_H_

@@ -15,6 +15,7 @@
 #include <cstddef>
 
 #include "hwy/highway.h"
+#include "src/kernels/gemv-inl.h"
 #include "src/kernels/register_tile-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -79,7 +80,14 @@ inline void GemmTile(const float* a, size_t lda, const float* packed, size_t n, 
     const size_t cols = limit - col0 < width ? limit - col0 : width;
     for (size_t row = row_begin; row < row_end; row += kTileRows) {
       const size_t rows = row_end - row < kTileRows ? row_end - row : kTileRows;
-      GemmPanel(a + row * lda, lda, rows, panel, k, c + row * ldc + col0, ldc, cols);
+      // One or two rows (a decoding step's tokens, a tail): the GEMV kernels.
+      if (rows == 1) {
+        GemvPanel1(a + row * lda, panel, k, c + row * ldc + col0, cols);
+      } else if (rows == 2) {
+        GemvPanel2(a + row * lda, lda, panel, k, c + row * ldc + col0, ldc, cols);
+      } else {
+        GemmPanel(a + row * lda, lda, rows, panel, k, c + row * ldc + col0, ldc, cols);
+      }
     }
   }
 }

@@ -6,6 +6,7 @@
 #define HWY_TARGET_INCLUDE "src/kernels/kernels.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "src/kernels/decode_attention-inl.h"
 #include "src/kernels/flash_attention-inl.h"
 #include "src/kernels/float16-inl.h"
 #include "src/kernels/gemm-inl.h"
@@ -31,6 +32,10 @@ HWY_EXPORT(PackB);
 HWY_EXPORT(GemmTile);
 HWY_EXPORT(AttentionScratchSize);
 HWY_EXPORT(Attention);
+HWY_EXPORT(DecodeStateSize);
+HWY_EXPORT(DecodeScratchSize);
+HWY_EXPORT(DecodePartial);
+HWY_EXPORT(DecodeMerge);
 HWY_EXPORT(RotateHeads);
 HWY_EXPORT(FloatToHalf);
 HWY_EXPORT(HalfToFloat);
@@ -56,6 +61,22 @@ size_t AttentionScratchSize(const AttentionHead& head) {
 
 void Attention(const AttentionHead& head, size_t q_begin, size_t q_end, float* scratch) {
   HWY_DYNAMIC_DISPATCH(Attention)(head, q_begin, q_end, scratch);
+}
+
+size_t DecodeStateSize(const DecodeGroup& group) {
+  return HWY_DYNAMIC_DISPATCH(DecodeStateSize)(group);
+}
+
+size_t DecodeScratchSize(const DecodeGroup& group) {
+  return HWY_DYNAMIC_DISPATCH(DecodeScratchSize)(group);
+}
+
+void DecodePartial(const DecodeGroup& group, size_t j0, size_t j1, float* state, float* scratch) {
+  HWY_DYNAMIC_DISPATCH(DecodePartial)(group, j0, j1, state, scratch);
+}
+
+void DecodeMerge(const DecodeGroup& group, const float* states, size_t count, size_t stride) {
+  HWY_DYNAMIC_DISPATCH(DecodeMerge)(group, states, count, stride);
 }
 
 void RotateHeads(float* x, size_t num_heads, size_t head_stride, size_t dim, bool interleaved,

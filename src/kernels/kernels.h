@@ -67,6 +67,11 @@ struct AttentionHead {
   float* weights = nullptr;
   size_t weights_stride = 0;
 
+  // Instead of k and v: IEEE float16 rows (strides in elements), which only
+  // the decode kernel reads (a float16 KV cache; see DecodeShaped).
+  const uint16_t* k_half = nullptr;
+  const uint16_t* v_half = nullptr;
+
   size_t num_keys() const { return masked_keys + num_extra; }
 };
 
@@ -76,6 +81,40 @@ size_t AttentionScratchSize(const AttentionHead& head);
 // Computes output rows [q_begin, q_end) (and their weights). A query with no
 // unmasked key gets NaN output (and NaN weights), as softmax over -inf does.
 void Attention(const AttentionHead& head, size_t q_begin, size_t q_end, float* scratch);
+
+// ---- Decoding: few query rows against many keys (decode_attention-inl.h). ----
+
+// Rows one decode group holds: query rows times the query heads that share
+// one key/value head (e.g. 1 token x 4 heads of a group).
+constexpr size_t kMaxDecodeRows = 16;
+
+// Query rows that read the same keys and values.
+struct DecodeGroup {
+  size_t num_rows = 0;
+  const float* q[kMaxDecodeRows];      // qk_dim floats each
+  float* out[kMaxDecodeRows];          // v_dim floats each
+  const float* mask[kMaxDecodeRows];   // additive, one float per key, or null
+  size_t last_key[kMaxDecodeRows];     // causal: keys after it are masked (SIZE_MAX: none)
+  const void* k = nullptr;             // num_keys rows, k_stride elements apart
+  const void* v = nullptr;             // num_keys rows, v_stride elements apart
+  size_t k_stride = 0, v_stride = 0;
+  bool half = false;                   // k, v hold IEEE float16 (uint16_t), else float
+  const float* key_bias = nullptr;     // additive, one float per key, or null
+  size_t num_keys = 0, qk_dim = 0, v_dim = 0;
+  float scale = 1.0f;
+};
+
+// Floats of one range's state (per row: max, sum, v_dim of output) and of
+// per-thread scratch.
+size_t DecodeStateSize(const DecodeGroup& group);
+size_t DecodeScratchSize(const DecodeGroup& group);
+
+// The partial softmax state of the group's rows over keys [j0, j1).
+void DecodePartial(const DecodeGroup& group, size_t j0, size_t j1, float* state, float* scratch);
+
+// Combines `count` states (stride floats apart) of ranges that cover the
+// keys and writes each row's output; NaN for a row that attended nothing.
+void DecodeMerge(const DecodeGroup& group, const float* states, size_t count, size_t stride);
 
 // ---- Rotary positions (rotary-inl.h). ----
 

@@ -2,6 +2,7 @@
 // GEMM tiles and tails, and attention with each mask kind, extra keys and
 // the weights path.
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -33,7 +34,9 @@ HWY_TARGET_INSTANTIATE_TEST_SUITE_P(KernelTest);
 
 TEST_P(KernelTest, GemmMatchesReferenceOnTilesAndTails) {
   const size_t width = mha::kernels::GemmPanelWidth();
-  for (size_t m : {size_t{1}, size_t{3}, size_t{4}, size_t{5}, size_t{17}, size_t{64}, size_t{67}}) {
+  // 1 and 2 rows (and tails of 1 or 2 rows: 5, 6, 10, 17) take the GEMV kernels.
+  for (size_t m : {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{5}, size_t{6}, size_t{10},
+                   size_t{17}, size_t{64}, size_t{67}}) {
     for (size_t n : {size_t{1}, size_t{7}, width - 1, width, width + 1, 3 * width + 5}) {
       for (size_t k : {size_t{1}, size_t{3}, size_t{16}, size_t{33}}) {
         SCOPED_TRACE(testing::Message() << "m=" << m << " n=" << n << " k=" << k);
@@ -146,6 +149,105 @@ TEST_P(KernelTest, AttentionMatchesReference) {
              {9, 73, 4, 4, 0, true, false, true, weights, 0},
          }) {
       CheckAttention(c, seed++);
+    }
+  }
+}
+
+struct DecodeCase {
+  size_t heads, queries, keys, qk_dim, v_dim;
+  bool causal, mask, key_bias, half;
+  size_t ranges;
+};
+
+// `heads` query heads sharing one key/value head, each with `queries` rows:
+// DecodePartial over `ranges` key ranges and DecodeMerge against the
+// attention reference of each head.
+void CheckDecode(const DecodeCase& c, uint32_t seed) {
+  SCOPED_TRACE(testing::Message() << "heads=" << c.heads << " L=" << c.queries << " T=" << c.keys
+                                  << " qk=" << c.qk_dim << " v=" << c.v_dim << " causal=" << c.causal
+                                  << " mask=" << c.mask << " kpm=" << c.key_bias << " half=" << c.half
+                                  << " ranges=" << c.ranges);
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  const size_t k_stride = c.qk_dim + 3, v_stride = c.v_dim + 1, rows = c.heads * c.queries;
+  const std::vector<float> q = RandomVector(rows * c.qk_dim, seed);
+  std::vector<float> k = RandomVector(c.keys * k_stride, seed + 1),
+                     v = RandomVector(c.keys * v_stride, seed + 2);
+  std::vector<uint16_t> k16(k.size()), v16(v.size());
+  if (c.half) {  // the reference sees the stored halves
+    mha::kernels::FloatToHalf(k.data(), k.size(), k16.data());
+    mha::kernels::FloatToHalf(v.data(), v.size(), v16.data());
+    mha::kernels::HalfToFloat(k16.data(), k.size(), k.data());
+    mha::kernels::HalfToFloat(v16.data(), v.size(), v.data());
+  }
+  std::vector<float> mask = RandomVector(rows * c.keys, seed + 3), key_bias(c.keys, 0.0f);
+  for (size_t i = 0; i < mask.size(); i += 7) mask[i] = neg_inf;
+  for (size_t j = 1; j < c.keys; j += 3) key_bias[j] = neg_inf;
+  const size_t offset = c.keys - c.queries;  // the queries are the last positions
+  mha::kernels::DecodeGroup g;
+  g.k = c.half ? static_cast<const void*>(k16.data()) : k.data();
+  g.v = c.half ? static_cast<const void*>(v16.data()) : v.data();
+  g.half = c.half;
+  g.k_stride = k_stride;
+  g.v_stride = v_stride;
+  g.key_bias = c.key_bias ? key_bias.data() : nullptr;
+  g.num_keys = c.keys;
+  g.qk_dim = c.qk_dim;
+  g.v_dim = c.v_dim;
+  g.scale = 0.4f;
+  std::vector<float> out(rows * c.v_dim, 7.0f), expected;
+  for (size_t r = 0; r < rows; ++r) {
+    g.q[r] = q.data() + r * c.qk_dim;
+    g.out[r] = out.data() + r * c.v_dim;
+    g.mask[r] = c.mask ? mask.data() + r * c.keys : nullptr;
+    g.last_key[r] = c.causal ? offset + r % c.queries : SIZE_MAX;
+  }
+  g.num_rows = rows;
+  for (size_t h = 0; h < c.heads; ++h) {
+    AttentionHead head;
+    head.q = g.q[h * c.queries];
+    head.q_stride = c.qk_dim;
+    head.k = k.data();
+    head.k_stride = k_stride;
+    head.v = v.data();
+    head.v_stride = v_stride;
+    head.num_queries = c.queries;
+    head.masked_keys = c.keys;
+    head.qk_dim = c.qk_dim;
+    head.v_dim = c.v_dim;
+    head.scale = g.scale;
+    head.causal = c.causal;
+    head.causal_offset = offset;
+    head.mask = g.mask[h * c.queries];
+    head.mask_stride = c.keys;
+    head.key_bias = g.key_bias;
+    std::vector<float> head_out, weights;
+    ReferenceAttention(head, &head_out, &weights);
+    expected.insert(expected.end(), head_out.begin(), head_out.end());
+  }
+  const size_t stride = mha::kernels::DecodeStateSize(g) + 5;  // states need not be adjacent
+  std::vector<float> states(c.ranges * stride);
+  std::vector<float> scratch(mha::kernels::DecodeScratchSize(g) + 64);
+  float* aligned = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) / 64 * 64);
+  for (size_t i = 0; i < c.ranges; ++i) {
+    mha::kernels::DecodePartial(g, c.keys * i / c.ranges, c.keys * (i + 1) / c.ranges,
+                                states.data() + i * stride, aligned);
+  }
+  mha::kernels::DecodeMerge(g, states.data(), c.ranges, stride);
+  ExpectNear(out, expected, "decode output");
+}
+
+TEST_P(KernelTest, DecodeMatchesReference) {
+  uint32_t seed = 100;
+  for (bool half : {false, true}) {
+    for (const DecodeCase& c : std::vector<DecodeCase>{
+             {1, 1, 1, 4, 4, false, false, false, half, 1},
+             {1, 1, 200, 64, 64, true, false, false, half, 3},
+             {4, 1, 130, 64, 64, true, false, true, half, 2},
+             {2, 3, 70, 17, 9, true, true, true, half, 4},
+             {8, 2, 65, 128, 80, false, true, false, half, 1},
+             {3, 5, 9, 5, 3, true, true, true, half, 2},
+         }) {
+      CheckDecode(c, seed++);
     }
   }
 }
