@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "src/multihead_attention.h"
+#include "tests/fuzz/decode_case.h"
 #include "tests/fuzz/fuzz_cases.h"
 #include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/reference_mha.h"
@@ -251,7 +252,11 @@ std::string RunForwardCase(const uint8_t* data, size_t size) {
   FuzzInput in(data, size);
   const bool specials = in.Int(0, 3) == 0;
   mha::ThreadPool* pool = in.Bool() ? &shared_pool : nullptr;
-  return in.Bool() ? SdpaCase(in, specials, pool) : MhaCase(in, specials, pool);
+  switch (in.Int(0, 3)) {
+    case 1: return SdpaCase(in, specials, pool);
+    case 3: return DecodeCase(in, pool);
+    default: return MhaCase(in, specials, pool);
+  }
 }
 
 }  // namespace mha_fuzz

@@ -17,8 +17,9 @@ namespace mha_fuzz {
 std::string RunSafetensorsCase(const uint8_t* data, size_t size);
 
 // One MultiheadAttention::Forward or ScaledDotProductAttention call with a
-// fuzzed config, shapes (valid or not), masks and values: valid calls must
-// succeed and match the scalar reference, invalid ones must return an error.
+// fuzzed config, shapes (valid or not), masks and values, or a decoding
+// schedule on a KV cache (decode_case.h): valid calls must succeed and match
+// the scalar reference, invalid ones must return an error.
 std::string RunForwardCase(const uint8_t* data, size_t size);
 
 // For the libFuzzer entry points: prints `problem` and aborts unless it is

@@ -69,7 +69,8 @@ bool Tame(const std::vector<float>& values, bool allow_neg_inf) {
   return true;
 }
 
-std::string Compare(const mha::Tensor& actual, const mha::Tensor& expected, const std::string& what) {
+std::string Compare(const mha::Tensor& actual, const mha::Tensor& expected, const std::string& what,
+                    double slack) {
   if (actual.shape != expected.shape) {
     return what + ": shape " + mha::ShapeString(actual.shape) + ", reference " +
            mha::ShapeString(expected.shape);
@@ -84,7 +85,7 @@ std::string Compare(const mha::Tensor& actual, const mha::Tensor& expected, cons
   }
   for (size_t i = 0; i < actual.data.size(); ++i) {
     const double a = actual.data[i], e = expected.data[i];
-    const bool ok = std::isnan(e) ? std::isnan(a) : std::fabs(a - e) <= 1e-4 * scale + 1e-3 * std::fabs(e);
+    const bool ok = std::isnan(e) ? std::isnan(a) : std::fabs(a - e) <= slack * (1e-4 * scale + 1e-3 * std::fabs(e));
     if (!ok) {
       return what + ": element " + std::to_string(i) + " is " + std::to_string(a) +
              ", reference " + std::to_string(e);

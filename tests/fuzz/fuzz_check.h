@@ -31,8 +31,9 @@ mha::MaskView FuzzMask(FuzzInput& in, int kind, const mha::Shape& shape, bool sp
 bool Tame(const std::vector<float>& values, bool allow_neg_inf = false);
 
 // "" when `actual` has `expected`'s shape, NaN exactly where it has, and
-// |a - e| <= 1e-4 * scale + 1e-3 * |e| elsewhere (scale: max(1, max |e|)).
-std::string Compare(const mha::Tensor& actual, const mha::Tensor& expected, const std::string& what);
+// |a - e| <= slack * (1e-4 * scale + 1e-3 * |e|) elsewhere (scale: max(1, max |e|)).
+std::string Compare(const mha::Tensor& actual, const mha::Tensor& expected, const std::string& what,
+                    double slack = 1.0);
 
 }  // namespace mha_fuzz
 

@@ -1,5 +1,6 @@
 #include "tests/fuzz/reference_mha.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -51,6 +52,39 @@ std::vector<double> Gather(const mha::TensorView& t, size_t seq, size_t n_batch,
   return rows;
 }
 
+// Turns the first rotary.dim features of each `heads`-head row of x (rows
+// n * seq + t at position first + t) by position * base^(-2i/dim).
+void Rotate(const mha::RotaryConfig& r, size_t seq, size_t first, size_t heads, size_t head_dim,
+            std::vector<double>* x) {
+  if (!r.enabled) return;
+  const size_t dim = r.dim, half = dim / 2, width = heads * head_dim;
+  for (size_t row = 0; row < x->size() / width; ++row) {
+    const double position = double(first + row % seq);
+    for (size_t h = 0; h < heads; ++h) {
+      double* v = x->data() + row * width + h * head_dim;
+      for (size_t i = 0; i < half; ++i) {
+        const double angle = position * std::pow(r.base, -2.0 * double(i) / double(dim));
+        double& a = v[r.interleaved ? 2 * i : i];
+        double& b = v[r.interleaved ? 2 * i + 1 : i + half];
+        const double a0 = a, b0 = b;
+        a = a0 * std::cos(angle) - b0 * std::sin(angle);
+        b = b0 * std::cos(angle) + a0 * std::sin(angle);
+      }
+    }
+  }
+}
+
+// x rounded to the nearest half (ties to even), through float as stored.
+double RoundToHalf(double x) {
+  const double f = static_cast<float>(x);
+  if (f == 0.0 || !std::isfinite(f)) return f;
+  int exponent;
+  std::frexp(f, &exponent);
+  // 11 significant bits; below 2^-14 the half subnormals' fixed step 2^-24.
+  const double ulp = std::ldexp(1.0, std::max(exponent - 11, -24));
+  return std::nearbyint(f / ulp) * ulp;
+}
+
 const float* Param(const std::map<std::string, std::vector<float>>& p, const std::string& name) {
   auto it = p.find(name);
   return it == p.end() ? nullptr : it->second.data();
@@ -62,31 +96,37 @@ void ReferenceMha(const mha::MultiheadAttentionConfig& c,
                   const std::map<std::string, std::vector<float>>& p,
                   const mha::TensorView& query, const mha::TensorView& key,
                   const mha::TensorView& value, const mha::ForwardOptions& o,
-                  mha::ForwardResult* result) {
+                  mha::ForwardResult* result, size_t first_query, bool half_keys) {
   const bool batched = query.shape.size() == 3;
   const bool bf = batched && c.batch_first;
   const size_t L = query.shape[bf ? 1 : 0], S = key.shape[bf ? 1 : 0];
   const size_t N = batched ? query.shape[bf ? 0 : 1] : 1;
   const size_t E = c.embed_dim, H = c.num_heads, dq = c.qk_head_dim, dv = c.v_head_dim;
-  const size_t QK = H * dq, VV = H * dv;
+  const size_t QK = H * dq, VV = H * dv, Hkv = c.num_kv_heads, KK = Hkv * dq, KV = Hkv * dv;
+  const size_t group = H / Hkv;  // query heads per key/value head
 
   const float* wq = Param(p, "in_proj_weight");
   const float *wk, *wv;
   if (wq != nullptr) {
     wk = wq + QK * E;
-    wv = wk + QK * E;
+    wv = wk + KK * E;
   } else {
     wq = Param(p, "q_proj_weight");
     wk = Param(p, "k_proj_weight");
     wv = Param(p, "v_proj_weight");
   }
   const float* in_bias = Param(p, "in_proj_bias");
-  const std::vector<double> q =
-      Project(Gather(query, L, N, E, bf), N * L, E, wq, in_bias, QK);
-  const std::vector<double> k =
-      Project(Gather(key, S, N, c.kdim, bf), N * S, c.kdim, wk, in_bias ? in_bias + QK : nullptr, QK);
-  const std::vector<double> v = Project(Gather(value, S, N, c.vdim, bf), N * S, c.vdim, wv,
-                                        in_bias ? in_bias + 2 * QK : nullptr, VV);
+  std::vector<double> q = Project(Gather(query, L, N, E, bf), N * L, E, wq, in_bias, QK);
+  std::vector<double> k =
+      Project(Gather(key, S, N, c.kdim, bf), N * S, c.kdim, wk, in_bias ? in_bias + QK : nullptr, KK);
+  std::vector<double> v = Project(Gather(value, S, N, c.vdim, bf), N * S, c.vdim, wv,
+                                  in_bias ? in_bias + QK + KK : nullptr, KV);
+  Rotate(c.rotary, L, first_query, H, dq, &q);
+  Rotate(c.rotary, S, 0, Hkv, dq, &k);
+  if (half_keys) {
+    for (double& x : k) x = RoundToHalf(x);
+    for (double& x : v) x = RoundToHalf(x);
+  }
   const float* bias_k = Param(p, "bias_k");
   const float* bias_v = Param(p, "bias_v");
   const size_t keys = S + (c.add_bias_kv ? 1 : 0) + (c.add_zero_attn ? 1 : 0);
@@ -103,8 +143,8 @@ void ReferenceMha(const mha::MultiheadAttentionConfig& c,
           double dot = 0.0;
           for (size_t d = 0; d < dq; ++d) {
             double kd = 0.0;  // the zero-attention key
-            if (j < S) kd = k[(n * S + j) * QK + h * dq + d];
-            if (j == S && c.add_bias_kv) kd = bias_k[h * dq + d];
+            if (j < S) kd = k[(n * S + j) * KK + (h / group) * dq + d];
+            if (j == S && c.add_bias_kv) kd = bias_k[(h / group) * dq + d];
             dot += qi[d] * kd;
           }
           s[j] = dot * scale;
@@ -115,7 +155,7 @@ void ReferenceMha(const mha::MultiheadAttentionConfig& c,
             s[j] += MaskTerm(am, (plane * L + i) * S + j, true);
           }
           if (o.key_padding_mask.present()) s[j] += MaskTerm(o.key_padding_mask, n * S + j, true);
-          if (o.is_causal && j > i) s[j] = kNegInf;
+          if (o.is_causal && j > first_query + i) s[j] = kNegInf;
         }
         Softmax(&s);
         for (size_t j = 0; j < keys; ++j) weights[((n * H + h) * L + i) * keys + j] = s[j];
@@ -123,8 +163,8 @@ void ReferenceMha(const mha::MultiheadAttentionConfig& c,
           double acc = 0.0;
           for (size_t j = 0; j < keys; ++j) {
             double vd = 0.0;
-            if (j < S) vd = v[(n * S + j) * VV + h * dv + d];
-            if (j == S && c.add_bias_kv) vd = bias_v[h * dv + d];
+            if (j < S) vd = v[(n * S + j) * KV + (h / group) * dv + d];
+            if (j == S && c.add_bias_kv) vd = bias_v[(h / group) * dv + d];
             acc += s[j] * vd;
           }
           heads_out[(n * L + i) * VV + h * dv + d] = acc;

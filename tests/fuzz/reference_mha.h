@@ -12,13 +12,18 @@
 namespace mha_fuzz {
 
 // nn.MultiheadAttention.forward (non-fused path, DESIGN.md semantics) for a
-// resolved config (kdim, vdim, head dims filled in) and state_dict `params`
-// in the Parameters() form. Inputs must already have valid shapes.
+// resolved config (kdim, vdim, head dims, num_kv_heads, rotary.dim filled in)
+// and state_dict `params` in the Parameters() form. Inputs must already have
+// valid shapes. Keys sit at positions 0.., query row i at first_query + i
+// (rotary angles; causal: key j <= first_query + i), as after a cache of
+// first_query keys; options.cache is ignored (key holds every key).
+// half_keys: projected keys and values are rounded to IEEE half (nearest
+// even), as a float16 cache stores them.
 void ReferenceMha(const mha::MultiheadAttentionConfig& c,
                   const std::map<std::string, std::vector<float>>& params,
                   const mha::TensorView& query, const mha::TensorView& key,
                   const mha::TensorView& value, const mha::ForwardOptions& options,
-                  mha::ForwardResult* result);
+                  mha::ForwardResult* result, size_t first_query = 0, bool half_keys = false);
 
 // F.scaled_dot_product_attention (PyTorch 2.x) on valid, rank-3 or rank-4 inputs.
 void ReferenceSdpa(const mha::TensorView& query, const mha::TensorView& key,

@@ -1,0 +1,145 @@
+#include "tests/fuzz/decode_case.h"
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "src/multihead_attention.h"
+#include "tests/fuzz/fuzz_check.h"
+#include "tests/fuzz/reference_mha.h"
+
+namespace mha_fuzz {
+namespace {
+
+using mha::Shape;
+
+// float16 storage: the reference rounds keys and values as the cache does,
+// but from double projections, so a value near a rounding tie may round the
+// other way (one half ulp, 2^-11 relative).
+constexpr double kFloat16Slack = 2.0;
+
+mha::MultiheadAttentionConfig FuzzConfig(FuzzInput& in) {
+  mha::MultiheadAttentionConfig c;
+  c.num_heads = in.Int(1, 4);
+  do {
+    c.num_kv_heads = in.Int(1, static_cast<int>(c.num_heads));
+  } while (c.num_heads % c.num_kv_heads != 0);
+  c.embed_dim = c.num_heads * in.Int(1, 4);
+  if (in.Int(0, 3) == 0) {
+    c.qk_head_dim = in.Int(1, 6);
+    c.v_head_dim = in.Int(1, 6);
+  }
+  c.bias = in.Bool();
+  c.batch_first = in.Bool();
+  const int64_t qk = c.qk_head_dim > 0 ? c.qk_head_dim : c.embed_dim / c.num_heads;
+  if (qk >= 2 && in.Bool()) {
+    c.rotary.enabled = true;
+    c.rotary.dim = 2 * in.Int(1, static_cast<int>(qk / 2));
+    const double bases[] = {10000.0, 100.0, 3.0};
+    c.rotary.base = bases[in.Int(0, 2)];
+    c.rotary.interleaved = in.Bool();
+  }
+  return c;
+}
+
+// Rows [begin, end) of the (T, N, E) history in the module's layout.
+mha::TensorView Rows(const std::vector<float>& history, int64_t begin, int64_t end, int64_t N,
+                     int64_t E, bool batched, bool bf, std::vector<float>* out) {
+  const int64_t len = end - begin;
+  out->assign(len * N * E, 0.0f);
+  for (int64_t t = 0; t < len; ++t) {
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t dst = bf ? n * len + t : t * N + n;
+      for (int64_t e = 0; e < E; ++e) (*out)[dst * E + e] = history[((begin + t) * N + n) * E + e];
+    }
+  }
+  const Shape shape = !batched ? Shape{len, E} : bf ? Shape{N, len, E} : Shape{len, N, E};
+  return {out->data(), shape};
+}
+
+}  // namespace
+
+std::string DecodeCase(FuzzInput& in, mha::ThreadPool* pool) {
+  std::unique_ptr<mha::MultiheadAttention> module;
+  const mha::Status created = mha::MultiheadAttention::Create(FuzzConfig(in), &module);
+  if (!created.ok()) return "decode: Create: " + created.message();
+  const mha::MultiheadAttentionConfig& c = module->config();
+  std::map<std::string, std::vector<float>> params;
+  for (const mha::ParameterSpec& spec : module->Parameters()) {
+    FuzzTensor(in, spec.shape, false, &params[spec.name]);
+    const mha::Status loaded = module->LoadParameter(spec.name, params[spec.name].data(), spec.shape);
+    if (!loaded.ok()) return "decode: LoadParameter(" + spec.name + "): " + loaded.message();
+  }
+  const bool batched = in.Int(0, 3) != 0, bf = batched && c.batch_first;
+  const int64_t N = batched ? in.Int(1, 2) : 1, E = c.embed_dim;
+  const int64_t max_length = in.Int(1, 12);
+  const bool half = in.Int(0, 2) == 0;
+  std::unique_ptr<mha::KVCache> cache;
+  const mha::Status made = module->CreateKVCache(
+      N, max_length, half ? mha::KVCacheDtype::kFloat16 : mha::KVCacheDtype::kFloat32, &cache);
+  if (!made.ok()) return "decode: CreateKVCache: " + made.message();
+
+  std::vector<float> history;  // (T, N, E): the tokens the cache holds
+  for (int call = 0, calls = in.Int(1, 6); call < calls; ++call) {
+    const int64_t P = cache->length();
+    const int op = in.Int(0, 7);
+    if (op == 0) {
+      const int64_t keep = in.Int(0, static_cast<int>(P));
+      if (!cache->Truncate(keep).ok() || cache->length() != keep) return "decode: truncate failed";
+      history.resize(keep * N * E);
+      continue;
+    }
+    const bool attend_only = op == 1 && P > 0;
+    const int64_t L = in.Int(1, 4), S = attend_only ? 0 : L, T = P + S;
+    std::vector<float> tokens, step_rows, key_rows, kpm_f, am_f;
+    std::vector<uint8_t> kpm_b, am_b;
+    const Shape shape = !batched ? Shape{L, E} : bf ? Shape{N, L, E} : Shape{L, N, E};
+    const mha::TensorView x = FuzzTensor(in, shape, false, &tokens);
+    mha::ForwardOptions o;
+    o.cache = cache.get();
+    o.is_causal = in.Int(0, 3) != 0;
+    o.need_weights = in.Int(0, 3) == 0;
+    o.average_attn_weights = in.Bool();
+    if (in.Int(0, 2) == 0) {
+      o.key_padding_mask = FuzzMask(in, 1, batched ? Shape{N, T} : Shape{T}, false, &kpm_b, &kpm_f);
+    }
+    if (in.Int(0, 3) == 0) o.attn_mask = FuzzMask(in, 2, Shape{L, T}, false, &am_b, &am_f);
+    mha::ForwardResult result;
+    const mha::TensorView none;
+    const mha::Status status = module->Forward(x, attend_only ? none : x, attend_only ? none : x,
+                                                o, &result, pool);
+    const std::string what =
+        "decode call " + std::to_string(call) + " (P " + std::to_string(P) + ", L " +
+        std::to_string(L) + ", S_new " + std::to_string(S) + "; H " + std::to_string(c.num_heads) +
+        ", Hkv " + std::to_string(c.num_kv_heads) + ", E " + std::to_string(E) + ", head dims " +
+        std::to_string(c.qk_head_dim) + "/" + std::to_string(c.v_head_dim) + ", rotary " +
+        (c.rotary.enabled ? std::to_string(c.rotary.dim) + (c.rotary.interleaved ? " interleaved" : "")
+                          : "off") +
+        (half ? ", float16" : "") + (o.is_causal ? ", causal" : "") +
+        (o.key_padding_mask.present() ? ", kpm" : "") + (o.attn_mask.present() ? ", attn_mask" : "") +
+        (o.need_weights ? ", weights" : "") + ")";
+    if (T > max_length) {
+      if (status.ok() || cache->length() != P) return what + ": appended past max_length";
+      continue;
+    }
+    if (!status.ok()) return what + ": " + status.message();
+    if (cache->length() != T) return what + ": cache length " + std::to_string(cache->length());
+    // The new tokens join the history (seq-first) when appended.
+    for (int64_t t = 0; t < S; ++t) {
+      for (int64_t n = 0; n < N; ++n) {
+        const int64_t src = bf ? n * L + t : t * N + n;
+        history.insert(history.end(), tokens.begin() + src * E, tokens.begin() + (src + 1) * E);
+      }
+    }
+    const mha::TensorView keys = Rows(history, 0, T, N, E, batched, bf, &key_rows);
+    mha::ForwardResult expected;
+    ReferenceMha(c, params, x, keys, keys, o, &expected, static_cast<size_t>(P), half);
+    const double slack = half ? kFloat16Slack : 1.0;
+    std::string diff = Compare(result.output, expected.output, what + ": output", slack);
+    if (diff.empty()) diff = Compare(result.weights, expected.weights, what + ": weights", slack);
+    if (!diff.empty()) return diff;
+  }
+  return "";
+}
+
+}  // namespace mha_fuzz
