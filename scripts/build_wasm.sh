@@ -14,6 +14,11 @@ cd "$(dirname "$0")/.."
 
 # emcc looks for acorn among Debian's node modules.
 export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
+# `npm run`/`npm test` put node_modules/.bin first on PATH, where binaryen's npm
+# tools (version 132, for scripts/relax_wasm.mjs) would shadow Debian's 108 that
+# emcc expects: with them emcc minifies the .wasm's import names but not the JS
+# glue's, and no build loads. emcc gets the system's tools only.
+PATH=$(printf '%s' "$PATH" | tr ':' '\n' | grep -v '/node_modules/\.bin$' | paste -sd: -)
 
 HWY_SRC=$(bash scripts/fetch_highway_src.sh)
 rm -rf dist
@@ -62,3 +67,10 @@ if grep -lE "require\(|node:|worker_threads|['\"]fs['\"]" dist/*.mjs dist/*.js; 
   echo "build_wasm: the browser files above refer to Node modules" >&2
   exit 1
 fi
+# Each build must load: glue and .wasm out of step fail here, not in the tests.
+for build in simd-threaded simd relaxed-simd-threaded; do
+  node --experimental-wasm-relaxed-simd --input-type=module -e "
+    const { loadMHA } = await import('./web/src/index.js');
+    await loadMHA({ build: '$build', threads: 1 });
+    process.exit(0);" || { echo "build_wasm: the $build build does not load" >&2; exit 1; }
+done
