@@ -21,6 +21,7 @@
 
 #include "hwy/aligned_allocator.h"
 #include "src/aligned_buffer.h"
+#include "src/kernels/kernels.h"
 #include "src/status.h"
 
 namespace mha {
@@ -106,6 +107,18 @@ class KVCache {
     const uint16_t* keys_half = nullptr;
     const uint16_t* values_half = nullptr;
     size_t entry_rows = 0;
+
+    // Points `head` at the key rows from keys + k_offset and the value rows
+    // from values + v_offset (the float16 rows when those are set).
+    void PointHead(size_t k_offset, size_t v_offset, kernels::AttentionHead* head) const {
+      if (keys_half != nullptr) {
+        head->k_half = keys_half + k_offset;
+        head->v_half = values_half + v_offset;
+      } else {
+        head->k = keys + k_offset;
+        head->v = values + v_offset;
+      }
+    }
   };
   Rows Read(size_t length, bool half_ok, AlignedBuffer* scratch) const;
 

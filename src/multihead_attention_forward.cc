@@ -270,24 +270,18 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
   // Where attention reads head (n, g)'s keys: the new rows, or the cache
   // after they are appended to it.
   const size_t num_extra = (c.add_bias_kv ? 1 : 0) + (c.add_zero_attn ? 1 : 0);
-  const float* K_n0 = K;
-  const float* V_n0 = V;
-  const uint16_t* K_half = nullptr;  // float16 cache rows, read as they are stored
-  const uint16_t* V_half = nullptr;
+  KVCache::Rows kv;  // the new rows, or the cache's (float16 ones read as stored)
+  kv.keys = K;
+  kv.values = V;
   size_t k_entry = bf ? S * k_ld : k_ld, v_entry = bf ? S * v_ld : v_ld;  // entry n to n + 1
   size_t k_step = bf ? k_ld : N * k_ld, v_step = bf ? v_ld : N * v_ld;     // key j to j + 1
   if (cache != nullptr) {
     cache->Write({K, k_entry, k_step, dq}, {V, v_entry, v_step, dv}, S);
-    const KVCache::Rows rows =
-        cache->Read(T, DecodeShaped(L, o.need_weights, num_extra), &cache_scratch);
-    K_n0 = rows.keys;
-    V_n0 = rows.values;
-    K_half = rows.keys_half;
-    V_half = rows.values_half;
+    kv = cache->Read(T, DecodeShaped(L, o.need_weights, num_extra), &cache_scratch);
     k_step = KK;
     v_step = KV;
-    k_entry = rows.entry_rows * KK;
-    v_entry = rows.entry_rows * KV;
+    k_entry = kv.entry_rows * KK;
+    v_entry = kv.entry_rows * KV;
   }
 
   // Extra keys per head: bias_k / bias_v, then a zero key / value.
@@ -330,14 +324,7 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
       kernels::AttentionHead head;
       head.q = Q + q_row * q_ld + h * dq;
       head.q_stride = q_step * q_ld;
-      const size_t k_offset = n * k_entry + g * dq, v_offset = n * v_entry + g * dv;
-      if (K_half != nullptr) {
-        head.k_half = K_half + k_offset;
-        head.v_half = V_half + v_offset;
-      } else {
-        head.k = K_n0 + k_offset;
-        head.v = V_n0 + v_offset;
-      }
+      kv.PointHead(n * k_entry + g * dq, n * v_entry + g * dv, &head);
       head.k_stride = k_step;
       head.v_stride = v_step;
       head.extra_k = extra_k + h * num_extra * dq;

@@ -176,25 +176,20 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
     output->data.assign(static_cast<size_t>(NumElements(out_shape)), 0.0f);
     const float scale = options.scale != 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(E));
     // Head (b, g) of the keys and values: key rows of head g of entry b start
-    // at k + b * k_entry + g * k_head, k_step apart (values likewise).
-    const float* k = key.data;
-    const float* v = value.data;
-    const uint16_t* k_half = nullptr;  // float16 cache rows, read as they are stored
-    const uint16_t* v_half = nullptr;
+    // at kv.keys + b * k_entry + g * k_head, k_step apart (values likewise).
+    KVCache::Rows kv;  // the inputs, or the cache's rows (float16 ones read as stored)
+    kv.keys = key.data;
+    kv.values = value.data;
     size_t k_entry = Hkv * S * E, k_head = S * E, k_step = E;
     size_t v_entry = Hkv * S * Ev, v_head = S * Ev, v_step = Ev;
     // One grow-only scratch per calling thread: no allocation per call.
     thread_local AlignedBuffer scratch, cache_scratch;
     if (options.cache != nullptr) {
-      options.cache->Write({k, k_entry, k_step, k_head}, {v, v_entry, v_step, v_head}, S);
-      const KVCache::Rows rows =
-          options.cache->Read(T, DecodeShaped(L, false, 0), &cache_scratch);
-      k = rows.keys;
-      v = rows.values;
-      k_half = rows.keys_half;
-      v_half = rows.values_half;
-      k_entry = rows.entry_rows * Hkv * E;
-      v_entry = rows.entry_rows * Hkv * Ev;
+      options.cache->Write({kv.keys, k_entry, k_step, k_head}, {kv.values, v_entry, v_step, v_head},
+                           S);
+      kv = options.cache->Read(T, DecodeShaped(L, false, 0), &cache_scratch);
+      k_entry = kv.entry_rows * Hkv * E;
+      v_entry = kv.entry_rows * Hkv * Ev;
       k_head = E;
       v_head = Ev;
       k_step = Hkv * E;
@@ -207,14 +202,7 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
         kernels::AttentionHead head;
         head.q = query.data + bh * L * E;
         head.q_stride = E;
-        const size_t k_offset = b * k_entry + g * k_head, v_offset = b * v_entry + g * v_head;
-        if (k_half != nullptr) {
-          head.k_half = k_half + k_offset;
-          head.v_half = v_half + v_offset;
-        } else {
-          head.k = k + k_offset;
-          head.v = v + v_offset;
-        }
+        kv.PointHead(b * k_entry + g * k_head, b * v_entry + g * v_head, &head);
         head.k_stride = k_step;
         head.v_stride = v_step;
         head.out = output->data.data() + bh * L * Ev;
