@@ -41,14 +41,15 @@ Status KVCache::CreateOwned(const KVCacheConfig& config, uint64_t owner,
   }
   std::unique_ptr<KVCache> cache(new (std::nothrow) KVCache(config, owner));
   if (cache == nullptr) return Status::OutOfMemory("cache: not enough memory");
-  const size_t n = static_cast<size_t>(rows);
-  cache->keys_ = hwy::AllocateAligned<uint8_t>(n * cache->key_row_width() * element_size);
-  cache->values_ = hwy::AllocateAligned<uint8_t>(n * cache->value_row_width() * element_size);
+  const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(c.num_kv_heads);
+  const size_t key_elements = n * static_cast<size_t>(c.head_dim);
+  const size_t value_elements = n * static_cast<size_t>(c.v_head_dim);
+  cache->keys_ = hwy::AllocateAligned<uint8_t>(key_elements * element_size);
+  cache->values_ = hwy::AllocateAligned<uint8_t>(value_elements * element_size);
   if (!cache->keys_ || !cache->values_) {
     return Status::OutOfMemory("cache: not enough memory for max_length " +
                                std::to_string(c.max_length) + " (" +
-                               std::to_string(n * (cache->key_row_width() +
-                                                   cache->value_row_width()) * element_size) +
+                               std::to_string((key_elements + value_elements) * element_size) +
                                " bytes)");
   }
   *out = std::move(cache);
@@ -101,13 +102,14 @@ void WriteRows(const KVCache::NewRows& rows, size_t new_keys, const KVCacheConfi
                size_t head_dim, size_t start, uint8_t* storage) {
   const size_t heads = static_cast<size_t>(c.num_kv_heads);
   const size_t element = c.dtype == KVCacheDtype::kFloat16 ? 2 : 4;
+  const size_t max_length = static_cast<size_t>(c.max_length);
   for (size_t n = 0; n < static_cast<size_t>(c.batch_size); ++n) {
-    for (size_t j = 0; j < new_keys; ++j) {
-      const size_t row = n * static_cast<size_t>(c.max_length) + start + j;
-      for (size_t g = 0; g < heads; ++g) {
+    for (size_t g = 0; g < heads; ++g) {
+      for (size_t j = 0; j < new_keys; ++j) {
         const float* src = rows.data + n * rows.batch_stride + j * rows.seq_stride +
                            g * rows.head_stride;
-        Store(src, head_dim, c.dtype, storage + ((row * heads + g) * head_dim) * element);
+        const size_t row = (n * heads + g) * max_length + start + j;
+        Store(src, head_dim, c.dtype, storage + row * head_dim * element);
       }
     }
   }
@@ -123,32 +125,38 @@ void KVCache::Write(const NewRows& keys, const NewRows& values, size_t new_keys)
 }
 
 KVCache::Rows KVCache::Read(size_t length, bool half_ok, AlignedBuffer* scratch) const {
+  const size_t heads = static_cast<size_t>(config_.num_kv_heads);
+  const size_t kd = static_cast<size_t>(config_.head_dim), vd = static_cast<size_t>(config_.v_head_dim);
+  const bool convert = config_.dtype == KVCacheDtype::kFloat16 && !half_ok;
+  // Rows per (entry, head) block: the storage's, or the converted copy's.
+  const size_t block = convert ? length : static_cast<size_t>(config_.max_length);
   Rows rows;
-  rows.entry_rows = static_cast<size_t>(config_.max_length);
+  rows.k_step = kd;
+  rows.k_head = block * kd;
+  rows.k_batch = heads * rows.k_head;
+  rows.v_step = vd;
+  rows.v_head = block * vd;
+  rows.v_batch = heads * rows.v_head;
   if (config_.dtype == KVCacheDtype::kFloat32) {
     rows.keys = reinterpret_cast<const float*>(keys_.get());
     rows.values = reinterpret_cast<const float*>(values_.get());
-    return rows;
-  }
-  if (half_ok) {
+  } else if (half_ok) {
     rows.keys_half = reinterpret_cast<const uint16_t*>(keys_.get());
     rows.values_half = reinterpret_cast<const uint16_t*>(values_.get());
-    return rows;
+  } else {
+    const size_t blocks = static_cast<size_t>(config_.batch_size) * heads;
+    const size_t max_length = static_cast<size_t>(config_.max_length);
+    float* keys = scratch->Get(blocks * length * (kd + vd) + 1);
+    float* values = keys + blocks * length * kd;
+    const uint16_t* k16 = reinterpret_cast<const uint16_t*>(keys_.get());
+    const uint16_t* v16 = reinterpret_cast<const uint16_t*>(values_.get());
+    for (size_t b = 0; b < blocks; ++b) {
+      kernels::HalfToFloat(k16 + b * max_length * kd, length * kd, keys + b * length * kd);
+      kernels::HalfToFloat(v16 + b * max_length * vd, length * vd, values + b * length * vd);
+    }
+    rows.keys = keys;
+    rows.values = values;
   }
-  const size_t batch = static_cast<size_t>(config_.batch_size);
-  const size_t kw = key_row_width(), vw = value_row_width();
-  float* keys = scratch->Get(batch * length * (kw + vw) + 1);
-  float* values = keys + batch * length * kw;
-  const uint16_t* k16 = reinterpret_cast<const uint16_t*>(keys_.get());
-  const uint16_t* v16 = reinterpret_cast<const uint16_t*>(values_.get());
-  const size_t max_length = static_cast<size_t>(config_.max_length);
-  for (size_t n = 0; n < batch; ++n) {
-    kernels::HalfToFloat(k16 + n * max_length * kw, length * kw, keys + n * length * kw);
-    kernels::HalfToFloat(v16 + n * max_length * vw, length * vw, values + n * length * vw);
-  }
-  rows.keys = keys;
-  rows.values = values;
-  rows.entry_rows = length;
   return rows;
 }
 

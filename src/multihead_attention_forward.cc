@@ -273,15 +273,15 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
   KVCache::Rows kv;  // the new rows, or the cache's (float16 ones read as stored)
   kv.keys = K;
   kv.values = V;
-  size_t k_entry = bf ? S * k_ld : k_ld, v_entry = bf ? S * v_ld : v_ld;  // entry n to n + 1
-  size_t k_step = bf ? k_ld : N * k_ld, v_step = bf ? v_ld : N * v_ld;     // key j to j + 1
+  kv.k_batch = bf ? S * k_ld : k_ld;  // entry n to n + 1
+  kv.k_step = bf ? k_ld : N * k_ld;   // key j to j + 1
+  kv.k_head = dq;
+  kv.v_batch = bf ? S * v_ld : v_ld;
+  kv.v_step = bf ? v_ld : N * v_ld;
+  kv.v_head = dv;
   if (cache != nullptr) {
-    cache->Write({K, k_entry, k_step, dq}, {V, v_entry, v_step, dv}, S);
+    cache->Write({K, kv.k_batch, kv.k_step, kv.k_head}, {V, kv.v_batch, kv.v_step, kv.v_head}, S);
     kv = cache->Read(T, DecodeShaped(L, o.need_weights, num_extra), &cache_scratch);
-    k_step = KK;
-    v_step = KV;
-    k_entry = kv.entry_rows * KK;
-    v_entry = kv.entry_rows * KV;
   }
 
   // Extra keys per head: bias_k / bias_v, then a zero key / value.
@@ -324,9 +324,7 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
       kernels::AttentionHead head;
       head.q = Q + q_row * q_ld + h * dq;
       head.q_stride = q_step * q_ld;
-      kv.PointHead(n * k_entry + g * dq, n * v_entry + g * dv, &head);
-      head.k_stride = k_step;
-      head.v_stride = v_step;
+      kv.PointHead(n, g, &head);
       head.extra_k = extra_k + h * num_extra * dq;
       head.extra_v = extra_v + h * num_extra * dv;
       head.num_extra = num_extra;

@@ -175,25 +175,21 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
     output->shape = out_shape;
     output->data.assign(static_cast<size_t>(NumElements(out_shape)), 0.0f);
     const float scale = options.scale != 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(E));
-    // Head (b, g) of the keys and values: key rows of head g of entry b start
-    // at kv.keys + b * k_entry + g * k_head, k_step apart (values likewise).
     KVCache::Rows kv;  // the inputs, or the cache's rows (float16 ones read as stored)
     kv.keys = key.data;
     kv.values = value.data;
-    size_t k_entry = Hkv * S * E, k_head = S * E, k_step = E;
-    size_t v_entry = Hkv * S * Ev, v_head = S * Ev, v_step = Ev;
+    kv.k_batch = Hkv * S * E;
+    kv.k_head = S * E;
+    kv.k_step = E;
+    kv.v_batch = Hkv * S * Ev;
+    kv.v_head = S * Ev;
+    kv.v_step = Ev;
     // One grow-only scratch per calling thread: no allocation per call.
     thread_local AlignedBuffer scratch, cache_scratch;
     if (options.cache != nullptr) {
-      options.cache->Write({kv.keys, k_entry, k_step, k_head}, {kv.values, v_entry, v_step, v_head},
-                           S);
+      options.cache->Write({kv.keys, kv.k_batch, kv.k_step, kv.k_head},
+                           {kv.values, kv.v_batch, kv.v_step, kv.v_head}, S);
       kv = options.cache->Read(T, DecodeShaped(L, false, 0), &cache_scratch);
-      k_entry = kv.entry_rows * Hkv * E;
-      v_entry = kv.entry_rows * Hkv * Ev;
-      k_head = E;
-      v_head = Ev;
-      k_step = Hkv * E;
-      v_step = Hkv * Ev;
     }
     std::vector<kernels::AttentionHead> heads;
     for (int64_t b = 0; b < B; ++b) {
@@ -202,9 +198,7 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
         kernels::AttentionHead head;
         head.q = query.data + bh * L * E;
         head.q_stride = E;
-        kv.PointHead(b * k_entry + g * k_head, b * v_entry + g * v_head, &head);
-        head.k_stride = k_step;
-        head.v_stride = v_step;
+        kv.PointHead(b, g, &head);
         head.out = output->data.data() + bh * L * Ev;
         head.out_stride = Ev;
         head.num_queries = L;
