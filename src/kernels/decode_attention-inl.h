@@ -1,13 +1,14 @@
 // Decode attention: a few query rows (the new tokens, times the query heads
 // that share one key/value head) against a long run of cached keys.
 //
-// The rows' keys are read once for all of them (grouped-query heads share
-// every key load), in float32 or converted from float16 in registers. A call
-// covers one range of keys and leaves a partial softmax state per row (max,
-// sum of exponentials, unnormalised output); ranges run on different threads
-// and DecodeMerge combines their states (flash-decoding). Scores for a
-// sub-block of keys are kept per row, so the softmax over them is vectorised
-// along the keys.
+// Keys go through in sub-blocks that every row of the group reads while
+// they are in L1 (grouped-query heads share every load from memory); float16
+// sub-blocks are converted once. Per row, a sub-block's scores come from
+// dot products reduced four keys at a time, its softmax is vectorised along
+// the keys and its values accumulate in registers. A call covers one range
+// of keys and leaves a partial softmax state per row (unnormalised output,
+// max, sum of exponentials); ranges run on different threads and
+// DecodeMerge combines their states (flash-decoding).
 
 // Toggling include guard: compiled once per target (foreach_target.h).
 #if defined(MHA_SRC_KERNELS_DECODE_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -35,81 +36,162 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using kernels::DecodeGroup;
 
-// Keys whose scores are held at once: one row of them per query row stays in L1.
-constexpr size_t kDecodeSubBlock = 64;
+// Keys per sub-block: their scores per row, and their keys and values when
+// converted, stay in L1 while every row of the group reads them.
+constexpr size_t kDecodeSubBlock = 32;
+// Vectors of value features per step of the value loop: 4 accumulators and
+// 4 loaded vectors, a quarter of the 16 registers of AVX2, SSE4, NEON, WASM.
+constexpr size_t kDecodeValueVectors = 4;
 
-inline size_t DecodeVectorDim(size_t dim) {
+inline size_t DecodeKeyPad(size_t dim) {
   const hn::ScalableTag<float> d;
   return (dim + hn::Lanes(d) - 1) / hn::Lanes(d) * hn::Lanes(d);
 }
 
-// Scratch: scaled queries (rows x qk_pad), scores (rows x kDecodeSubBlock),
-// one key and one value row converted to float (qk_pad + v_pad).
-inline size_t DecodeScratchSize(const DecodeGroup& g) {
-  const size_t qk_pad = DecodeVectorDim(g.qk_dim), v_pad = DecodeVectorDim(g.v_dim);
-  return g.num_rows * (qk_pad + kDecodeSubBlock) + qk_pad + v_pad;
+inline size_t DecodeValuePad(size_t dim) {
+  const hn::ScalableTag<float> d;
+  const size_t step = kDecodeValueVectors * hn::Lanes(d);
+  return (dim + step - 1) / step * step;
 }
 
-inline size_t DecodeStateSize(const DecodeGroup& g) { return g.num_rows * (g.v_dim + 2); }
+// Scratch: scaled queries (rows x key pad), scores (rows x kDecodeSubBlock),
+// a sub-block of keys and one of values converted to padded floats.
+inline size_t DecodeScratchSize(const DecodeGroup& g) {
+  const size_t qk_pad = DecodeKeyPad(g.qk_dim), v_pad = DecodeValuePad(g.v_dim);
+  return g.num_rows * (qk_pad + kDecodeSubBlock) + kDecodeSubBlock * (qk_pad + v_pad);
+}
 
-// Row j of k or v as floats, zero-padded to whole vectors in `buf`, or in
-// place when it needs no conversion or padding.
-inline const float* KeyValueRow(const DecodeGroup& g, const void* base, size_t stride,
-                                size_t dim, size_t j, float* HWY_RESTRICT buf) {
-  const size_t padded = DecodeVectorDim(dim);
-  if (g.half) {
-    HalfToFloat(static_cast<const uint16_t*>(base) + j * stride, dim, buf);
-  } else {
-    const float* row = static_cast<const float*>(base) + j * stride;
-    if (padded == dim) return row;
-    std::memcpy(buf, row, dim * sizeof(float));
+// Per row: the unnormalised output (value pad floats), then max and sum.
+inline size_t DecodeStateRow(const DecodeGroup& g) { return DecodeValuePad(g.v_dim) + 2; }
+inline size_t DecodeStateSize(const DecodeGroup& g) { return g.num_rows * DecodeStateRow(g); }
+
+// Rows [j0, j0 + cols) of k or v as floats zero-padded to `padded`, *step
+// floats apart: in place when stored so, else converted into `buf`.
+inline const float* DecodeBlock(const DecodeGroup& g, const void* base, size_t stride, size_t dim,
+                                size_t padded, size_t j0, size_t cols, float* HWY_RESTRICT buf,
+                                size_t* step) {
+  if (!g.half && dim == padded) {
+    *step = stride;
+    return static_cast<const float*>(base) + j0 * stride;
   }
-  for (size_t e = dim; e < padded; ++e) buf[e] = 0.0f;
+  for (size_t c = 0; c < cols; ++c) {
+    float* row = buf + c * padded;
+    if (g.half) {
+      HalfToFloat(static_cast<const uint16_t*>(base) + (j0 + c) * stride, dim, row);
+    } else {
+      std::memcpy(row, static_cast<const float*>(base) + (j0 + c) * stride, dim * sizeof(float));
+    }
+    for (size_t e = dim; e < padded; ++e) row[e] = 0.0f;
+  }
+  *step = padded;
   return buf;
 }
 
-// scores[r][c] = scale * q_r . k_(j0+c) + masks, for c < cols.
-inline void DecodeScores(const DecodeGroup& g, size_t j0, size_t cols, const float* qs,
-                         float* HWY_RESTRICT scores, float* HWY_RESTRICT key_buf) {
+// out[0..3] = the lane sums of a, b, c, e: four keys' dot products reduced
+// together (within each 128-bit block by interleaving, then across blocks).
+template <class D, class V>
+HWY_INLINE void SumOfLanes4(D d, V a, V b, V c, V e, float* HWY_RESTRICT out) {
+#if HWY_TARGET == HWY_SCALAR || HWY_HAVE_SCALABLE
+  out[0] = hn::GetLane(hn::SumOfLanes(d, a));
+  out[1] = hn::GetLane(hn::SumOfLanes(d, b));
+  out[2] = hn::GetLane(hn::SumOfLanes(d, c));
+  out[3] = hn::GetLane(hn::SumOfLanes(d, e));
+#else
+  const hn::RepartitionToWide<hn::RebindToUnsigned<D>> dw;
+  const auto ab = hn::Add(hn::InterleaveLower(d, a, b), hn::InterleaveUpper(d, a, b));
+  const auto ce = hn::Add(hn::InterleaveLower(d, c, e), hn::InterleaveUpper(d, c, e));
+  const auto lo = hn::InterleaveLower(dw, hn::BitCast(dw, ab), hn::BitCast(dw, ce));
+  const auto hi = hn::InterleaveUpper(dw, hn::BitCast(dw, ab), hn::BitCast(dw, ce));
+  const auto sums = hn::Add(hn::BitCast(d, lo), hn::BitCast(d, hi));  // per block: a b c e
+  const hn::Full128<float> d4;
+  HWY_ALIGN float blocks[hn::MaxLanes(d)];
+  hn::Store(sums, d, blocks);
+  auto total = hn::Load(d4, blocks);
+  for (size_t i = 4; i < hn::Lanes(d); i += 4) total = hn::Add(total, hn::Load(d4, blocks + i));
+  hn::StoreU(total, d4, out);
+#endif
+}
+
+// scores[c] = q . k_c for c < cols (k rows `step` floats apart, qk_pad
+// floats each, q pre-scaled), four keys at a time, with two accumulator
+// chains per key (even and odd vectors) to hide the FMA latency.
+inline void DecodeDots(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k, size_t step,
+                       size_t qk_pad, size_t cols, float* HWY_RESTRICT scores) {
   const hn::ScalableTag<float> d;
-  const size_t lanes = hn::Lanes(d), qk_pad = DecodeVectorDim(g.qk_dim);
-  const float neg_inf = -std::numeric_limits<float>::infinity();
-  for (size_t c = 0; c < cols; ++c) {
-    const size_t j = j0 + c;
-    const float* k = KeyValueRow(g, g.k, g.k_stride, g.qk_dim, j, key_buf);
-    const float bias = g.key_bias != nullptr ? g.key_bias[j] : 0.0f;
-    for (size_t r = 0; r < g.num_rows; ++r) {
-      const float* q = qs + r * qk_pad;
-      auto acc0 = hn::Zero(d), acc1 = hn::Zero(d);
-      size_t e = 0;
-      for (; e + 2 * lanes <= qk_pad; e += 2 * lanes) {
-        acc0 = hn::MulAdd(hn::Load(d, q + e), hn::LoadU(d, k + e), acc0);
-        acc1 = hn::MulAdd(hn::Load(d, q + e + lanes), hn::LoadU(d, k + e + lanes), acc1);
-      }
-      if (e < qk_pad) acc0 = hn::MulAdd(hn::Load(d, q + e), hn::LoadU(d, k + e), acc0);
-      float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(acc0, acc1))) + bias;
-      if (g.mask[r] != nullptr) s += g.mask[r][j];
-      if (j > g.last_key[r]) s = neg_inf;
-      scores[r * kDecodeSubBlock + c] = s;
+  const size_t lanes = hn::Lanes(d);
+  size_t c = 0;
+  for (; c + 4 <= cols; c += 4) {
+    const float* k0 = k + c * step;
+    const float* k1 = k0 + step;
+    const float* k2 = k1 + step;
+    const float* k3 = k2 + step;
+    auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+    auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
+    size_t e = 0;
+    for (; e + 2 * lanes <= qk_pad; e += 2 * lanes) {
+      const auto qa = hn::Load(d, q + e), qb = hn::Load(d, q + e + lanes);
+      a0 = hn::MulAdd(qa, hn::LoadU(d, k0 + e), a0);
+      a1 = hn::MulAdd(qa, hn::LoadU(d, k1 + e), a1);
+      a2 = hn::MulAdd(qa, hn::LoadU(d, k2 + e), a2);
+      a3 = hn::MulAdd(qa, hn::LoadU(d, k3 + e), a3);
+      b0 = hn::MulAdd(qb, hn::LoadU(d, k0 + e + lanes), b0);
+      b1 = hn::MulAdd(qb, hn::LoadU(d, k1 + e + lanes), b1);
+      b2 = hn::MulAdd(qb, hn::LoadU(d, k2 + e + lanes), b2);
+      b3 = hn::MulAdd(qb, hn::LoadU(d, k3 + e + lanes), b3);
     }
+    if (e < qk_pad) {
+      const auto qa = hn::Load(d, q + e);
+      a0 = hn::MulAdd(qa, hn::LoadU(d, k0 + e), a0);
+      a1 = hn::MulAdd(qa, hn::LoadU(d, k1 + e), a1);
+      a2 = hn::MulAdd(qa, hn::LoadU(d, k2 + e), a2);
+      a3 = hn::MulAdd(qa, hn::LoadU(d, k3 + e), a3);
+    }
+    SumOfLanes4(d, hn::Add(a0, b0), hn::Add(a1, b1), hn::Add(a2, b2), hn::Add(a3, b3),
+                scores + c);
+  }
+  for (; c < cols; ++c) {
+    auto a0 = hn::Zero(d);
+    for (size_t e = 0; e < qk_pad; e += lanes) {
+      a0 = hn::MulAdd(hn::Load(d, q + e), hn::LoadU(d, k + c * step + e), a0);
+    }
+    scores[c] = hn::GetLane(hn::SumOfLanes(d, a0));
   }
 }
 
-// Online softmax of one sub-block for row r: updates max and sum in `state`,
+// Adds row r's masks to its scores of keys [j0, j0 + cols).
+inline void DecodeMasks(const DecodeGroup& g, size_t r, size_t j0, size_t cols,
+                        float* HWY_RESTRICT scores) {
+  if (g.key_bias != nullptr) {
+    for (size_t c = 0; c < cols; ++c) scores[c] += g.key_bias[j0 + c];
+  }
+  if (g.mask[r] != nullptr) {
+    for (size_t c = 0; c < cols; ++c) scores[c] += g.mask[r][j0 + c];
+  }
+  // Causal: keys after last_key (SIZE_MAX: none) are masked.
+  const size_t last = g.last_key[r];
+  if (last >= j0 + cols - 1) return;
+  for (size_t c = last < j0 ? 0 : last - j0 + 1; c < cols; ++c) {
+    scores[c] = -std::numeric_limits<float>::infinity();
+  }
+}
+
+// Online softmax of one sub-block for one row: updates max and sum in `ms`,
 // turns the row's scores into exp(score - max) and returns the factor that
 // rescales what was accumulated before.
-inline float DecodeSoftmax(size_t cols, float* HWY_RESTRICT row, float* HWY_RESTRICT state) {
+inline float DecodeSoftmax(size_t cols, float* HWY_RESTRICT row, float* HWY_RESTRICT ms) {
   const hn::ScalableTag<float> d;
   const hn::CappedTag<float, 1> d1;
   const size_t lanes = hn::Lanes(d);
-  float max = state[0];
-  for (size_t c = 0; c < cols; ++c) max = row[c] > max ? row[c] : max;
+  auto vmax = hn::Set(d, ms[0]);
+  size_t c = 0;
+  for (; c + lanes <= cols; c += lanes) vmax = hn::Max(vmax, hn::LoadU(d, row + c));
+  float max = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  for (; c < cols; ++c) max = row[c] > max ? row[c] : max;
   // Nothing attendable yet: shift by 0 so that exp(-inf) stays 0, not NaN.
   const float shift = max == -std::numeric_limits<float>::infinity() ? 0.0f : max;
-  const float corr = hn::GetLane(ExpNonPositive(d1, hn::Set(d1, state[0] - shift)));
+  const float corr = hn::GetLane(ExpNonPositive(d1, hn::Set(d1, ms[0] - shift)));
   auto sum = hn::Zero(d);
-  size_t c = 0;
-  for (; c + lanes <= cols; c += lanes) {
+  for (c = 0; c + lanes <= cols; c += lanes) {
     const auto e = ExpNonPositive(d, hn::Sub(hn::LoadU(d, row + c), hn::Set(d, shift)));
     hn::StoreU(e, d, row + c);
     sum = hn::Add(sum, e);
@@ -119,85 +201,106 @@ inline float DecodeSoftmax(size_t cols, float* HWY_RESTRICT row, float* HWY_REST
     row[c] = hn::GetLane(ExpNonPositive(d1, hn::Set(d1, row[c] - shift)));
     total += row[c];
   }
-  state[0] = max;
-  state[1] = state[1] * corr + total;
+  ms[0] = max;
+  ms[1] = ms[1] * corr + total;
   return corr;
 }
 
-// acc_r = acc_r * corr_r + sum_c p[r][c] * v_(j0+c), acc_r in the state.
-inline void DecodeValues(const DecodeGroup& g, size_t j0, size_t cols, const float* probs,
-                         const float* corr, float* HWY_RESTRICT state,
-                         float* HWY_RESTRICT value_buf) {
+// acc = acc * corr + sum_c p[c] * v_c over v_pad features (v rows `step`
+// floats apart), kDecodeValueVectors vectors of accumulators at a time held
+// in registers across the keys: two sets (even and odd keys) to hide the FMA
+// latency.
+inline void DecodeValues(const float* HWY_RESTRICT p, const float* HWY_RESTRICT v, size_t step,
+                         size_t v_pad, size_t cols, float corr, float* HWY_RESTRICT acc) {
   const hn::ScalableTag<float> d;
-  const hn::CappedTag<float, 1> d1;
-  const size_t lanes = hn::Lanes(d), dv = g.v_dim, whole = dv / lanes * lanes;
-  for (size_t r = 0; r < g.num_rows; ++r) {
-    float* acc = state + r * (dv + 2) + 2;
-    for (size_t e = 0; e < dv; ++e) acc[e] *= corr[r];
-  }
-  for (size_t c = 0; c < cols; ++c) {
-    const float* v = KeyValueRow(g, g.v, g.v_stride, dv, j0 + c, value_buf);
-    for (size_t r = 0; r < g.num_rows; ++r) {
-      float* acc = state + r * (dv + 2) + 2;
-      // No skipping p == 0: a NaN value must spread as PyTorch's 0 * NaN does.
-      const float p = probs[r * kDecodeSubBlock + c];
-      const auto pv = hn::Set(d, p);
-      size_t e = 0;
-      for (; e < whole; e += lanes) {
-        hn::StoreU(hn::MulAdd(pv, hn::LoadU(d, v + e), hn::LoadU(d, acc + e)), d, acc + e);
-      }
-      for (; e < dv; ++e) {
-        hn::StoreU(hn::MulAdd(hn::Set(d1, p), hn::LoadU(d1, v + e), hn::LoadU(d1, acc + e)), d1,
-                   acc + e);
-      }
+  const size_t lanes = hn::Lanes(d);
+  const auto vcorr = hn::Set(d, corr);
+  for (size_t e = 0; e < v_pad; e += kDecodeValueVectors * lanes) {
+    auto a0 = hn::Mul(hn::LoadU(d, acc + e), vcorr);
+    auto a1 = hn::Mul(hn::LoadU(d, acc + e + lanes), vcorr);
+    auto a2 = hn::Mul(hn::LoadU(d, acc + e + 2 * lanes), vcorr);
+    auto a3 = hn::Mul(hn::LoadU(d, acc + e + 3 * lanes), vcorr);
+    auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
+    // No skipping p == 0: a NaN value must spread as PyTorch's 0 * NaN does.
+    size_t c = 0;
+    for (; c + 2 <= cols; c += 2) {
+      const float* row = v + c * step + e;
+      const auto pa = hn::Set(d, p[c]), pb = hn::Set(d, p[c + 1]);
+      a0 = hn::MulAdd(pa, hn::LoadU(d, row), a0);
+      a1 = hn::MulAdd(pa, hn::LoadU(d, row + lanes), a1);
+      a2 = hn::MulAdd(pa, hn::LoadU(d, row + 2 * lanes), a2);
+      a3 = hn::MulAdd(pa, hn::LoadU(d, row + 3 * lanes), a3);
+      b0 = hn::MulAdd(pb, hn::LoadU(d, row + step), b0);
+      b1 = hn::MulAdd(pb, hn::LoadU(d, row + step + lanes), b1);
+      b2 = hn::MulAdd(pb, hn::LoadU(d, row + step + 2 * lanes), b2);
+      b3 = hn::MulAdd(pb, hn::LoadU(d, row + step + 3 * lanes), b3);
     }
+    if (c < cols) {
+      const float* row = v + c * step + e;
+      const auto pa = hn::Set(d, p[c]);
+      a0 = hn::MulAdd(pa, hn::LoadU(d, row), a0);
+      a1 = hn::MulAdd(pa, hn::LoadU(d, row + lanes), a1);
+      a2 = hn::MulAdd(pa, hn::LoadU(d, row + 2 * lanes), a2);
+      a3 = hn::MulAdd(pa, hn::LoadU(d, row + 3 * lanes), a3);
+    }
+    hn::StoreU(hn::Add(a0, b0), d, acc + e);
+    hn::StoreU(hn::Add(a1, b1), d, acc + e + lanes);
+    hn::StoreU(hn::Add(a2, b2), d, acc + e + 2 * lanes);
+    hn::StoreU(hn::Add(a3, b3), d, acc + e + 3 * lanes);
   }
 }
 
 inline void DecodePartial(const DecodeGroup& g, size_t j0, size_t j1, float* state,
                           float* scratch) {
-  const size_t qk_pad = DecodeVectorDim(g.qk_dim);
+  const size_t qk_pad = DecodeKeyPad(g.qk_dim), v_pad = DecodeValuePad(g.v_dim);
+  const size_t row_size = DecodeStateRow(g);
   float* qs = scratch;
   float* scores = qs + g.num_rows * qk_pad;
   float* key_buf = scores + g.num_rows * kDecodeSubBlock;
-  float* value_buf = key_buf + qk_pad;
+  float* value_buf = key_buf + kDecodeSubBlock * qk_pad;
   for (size_t r = 0; r < g.num_rows; ++r) {
     float* q = qs + r * qk_pad;
     for (size_t e = 0; e < g.qk_dim; ++e) q[e] = g.q[r][e] * g.scale;
     for (size_t e = g.qk_dim; e < qk_pad; ++e) q[e] = 0.0f;
-    float* s = state + r * (g.v_dim + 2);
-    s[0] = -std::numeric_limits<float>::infinity();
-    s[1] = 0.0f;
-    for (size_t e = 0; e < g.v_dim; ++e) s[2 + e] = 0.0f;
+    float* s = state + r * row_size;
+    for (size_t e = 0; e < v_pad; ++e) s[e] = 0.0f;
+    s[v_pad] = -std::numeric_limits<float>::infinity();
+    s[v_pad + 1] = 0.0f;
   }
-  float corr[kernels::kMaxDecodeRows];
   for (size_t c0 = j0; c0 < j1; c0 += kDecodeSubBlock) {
     const size_t cols = HWY_MIN(kDecodeSubBlock, j1 - c0);
-    DecodeScores(g, c0, cols, qs, scores, key_buf);
+    size_t k_step, v_step;
+    const float* k = DecodeBlock(g, g.k, g.k_stride, g.qk_dim, qk_pad, c0, cols, key_buf, &k_step);
+    const float* v =
+        DecodeBlock(g, g.v, g.v_stride, g.v_dim, v_pad, c0, cols, value_buf, &v_step);
     for (size_t r = 0; r < g.num_rows; ++r) {
-      corr[r] = DecodeSoftmax(cols, scores + r * kDecodeSubBlock, state + r * (g.v_dim + 2));
+      float* row = scores + r * kDecodeSubBlock;
+      float* s = state + r * row_size;
+      DecodeDots(qs + r * qk_pad, k, k_step, qk_pad, cols, row);
+      DecodeMasks(g, r, c0, cols, row);
+      const float corr = DecodeSoftmax(cols, row, s + v_pad);
+      DecodeValues(row, v, v_step, v_pad, cols, corr, s);
     }
-    DecodeValues(g, c0, cols, scores, corr, state, value_buf);
   }
 }
 
 inline void DecodeMerge(const DecodeGroup& g, const float* states, size_t count, size_t stride) {
-  const size_t dv = g.v_dim;
+  const size_t dv = g.v_dim, v_pad = DecodeValuePad(dv), row_size = DecodeStateRow(g);
   for (size_t r = 0; r < g.num_rows; ++r) {
     float max = -std::numeric_limits<float>::infinity();
     for (size_t b = 0; b < count; ++b) {
-      const float m = states[b * stride + r * (dv + 2)];
+      const float m = states[b * stride + r * row_size + v_pad];
       max = m > max ? m : max;
     }
     float* out = g.out[r];
     for (size_t e = 0; e < dv; ++e) out[e] = 0.0f;
     float sum = 0.0f;
     for (size_t b = 0; b < count; ++b) {
-      const float* s = states + b * stride + r * (dv + 2);
-      if (s[1] == 0.0f) continue;  // no attendable key in this range
-      const float w = std::exp(s[0] - max);
-      sum += s[1] * w;
-      for (size_t e = 0; e < dv; ++e) out[e] += s[2 + e] * w;
+      const float* s = states + b * stride + r * row_size;
+      if (s[v_pad + 1] == 0.0f) continue;  // no attendable key in this range
+      const float w = std::exp(s[v_pad] - max);
+      sum += s[v_pad + 1] * w;
+      for (size_t e = 0; e < dv; ++e) out[e] += s[e] * w;
     }
     const float inv = sum > 0.0f ? 1.0f / sum : std::numeric_limits<float>::quiet_NaN();
     for (size_t e = 0; e < dv; ++e) out[e] *= inv;
