@@ -16,6 +16,7 @@
 
 #include "hwy/highway.h"
 #include "hwy/targets.h"
+#include "src/kernels/kernels.h"
 #include "src/multihead_attention.h"
 
 namespace mha {
@@ -43,6 +44,7 @@ int Initialize(int num_threads) {
 val Info() {
   val info = val::object();
   info.set("target", std::string(hwy::TargetName(HWY_TARGET)));
+  info.set("gemmTile", std::string(kernels::GemmTileName(kernels::GemmTileRows())));
   info.set("threads", g_pool ? static_cast<int>(g_pool->num_threads()) : 0);
   return info;
 }
@@ -360,6 +362,8 @@ EMSCRIPTEN_BINDINGS(mha) {
   emscripten::function("initialize", &Initialize);
   emscripten::function("info", &Info);
   emscripten::function("heapInfo", &HeapInfo);
+  // Tests and benchmarks: force a GEMM register tile (rows; 0: the chosen one).
+  emscripten::function("setGemmTileRows", &kernels::SetGemmTileRows);
   emscripten::function("allocate", &Allocate);
   emscripten::function("free", &Free);
   emscripten::function("scaledDotProductAttention", &ScaledDotProductAttentionBinding);

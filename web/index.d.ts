@@ -43,6 +43,8 @@ export interface LibraryInfo {
   simd: boolean;
   /** Highway's target name: 'WASM'. */
   target: string;
+  /** The GEMM register tile chosen for this host at load: '4x2v' (x86), '8x2v' (ARM). */
+  gemmTile: string;
   /** Whether the engine runs in the package's own Worker. */
   proxy: boolean;
   /** null with threads; else why the single-thread build runs. */

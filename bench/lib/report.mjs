@@ -121,9 +121,11 @@ function renderForwards({ machine, engines, workloads, results, longest, peaks }
   const info = anyResult('mha-wasm', 'info');
   out(`Versions: ${machine.peers.join(', ')}` +
       (torch ? `, PyTorch ${torch} on ${anyResult('pytorch', 'blas')}` : '') +
-      (info ? `; mha-wasm ${info.version} (${info.build}, ${info.target ?? 'target unknown'})` : '') +
+      (info ? `; mha-wasm ${info.version} (${info.build}, ${info.target ?? 'target unknown'}` +
+        `${info.gemmTile ? `, GEMM tile ${info.gemmTile}` : ''})` : '') +
       (page ? `, in Chromium ${page.build}` : '') +
-      (anyResult('mha', 'target') ? `; mha on Highway target ${anyResult('mha', 'target')}` : '') + '.');
+      (anyResult('mha', 'target') ? `; mha on Highway target ${anyResult('mha', 'target')}` +
+        (anyResult('mha', 'gemmTile') ? `, GEMM tile ${anyResult('mha', 'gemmTile')}` : '') : '') + '.');
   out();
 
   out('## Outputs');

@@ -98,9 +98,11 @@ void RunAndReport(const Args& args, const std::function<void()>& forward,
   for (int64_t i = 0; i < reps; ++i) times.push_back(TimeMs(forward, before));
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  std::printf("{\"medianMs\":%.5f,\"reps\":%lld,\"maxRssBytes\":%lld,\"target\":\"%s\"}\n",
+  std::printf("{\"medianMs\":%.5f,\"reps\":%lld,\"maxRssBytes\":%lld,\"target\":\"%s\","
+              "\"gemmTile\":\"%s\"}\n",
               Median(times), static_cast<long long>(reps),
-              static_cast<long long>(usage.ru_maxrss) * 1024, mha::kernels::TargetName());
+              static_cast<long long>(usage.ru_maxrss) * 1024, mha::kernels::TargetName(),
+              mha::kernels::GemmTileName(mha::kernels::GemmTileRows()));
 }
 
 }  // namespace mha_bench

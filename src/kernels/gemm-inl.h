@@ -52,17 +52,18 @@ inline void PackB(const float* b, size_t ldb, const float* bias, size_t n, size_
   }
 }
 
-// f32_gemm_{4,8}x2v: up to kTileRows rows of A against one packed panel.
+// f32_gemm_<kRows>x2v: up to kRows rows of A against one packed panel.
+template <size_t kRows>
 inline void GemmPanel(const float* a, size_t lda, size_t rows, const float* panel, size_t k,
                       float* c, size_t ldc, size_t cols) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const size_t lanes = hn::Lanes(d);
   const size_t width = 2 * lanes;
-  const float* a_rows[kTileRows];
-  TileRowPointers(a, lda, rows, a_rows);
+  const float* a_rows[kRows];
+  TileRowPointers<kRows>(a, lda, rows, a_rows);
   const float* bias = panel + k * width;
-  RegisterTile(
+  RegisterTile<kRows>(
       d, a_rows, 1, panel, width, k,
       [&](size_t, size_t half) { return hn::LoadU(d, bias + half * lanes); },
       [&](size_t r, V c0, V c1) {
@@ -70,25 +71,40 @@ inline void GemmPanel(const float* a, size_t lda, size_t rows, const float* pane
       });
 }
 
-inline void GemmTile(const float* a, size_t lda, const float* packed, size_t n, size_t k, float* c,
-                     size_t ldc, size_t row_begin, size_t row_end, size_t col_begin,
-                     size_t col_end) {
+template <size_t kRows>
+inline void GemmTileRows(const float* a, size_t lda, const float* packed, size_t n, size_t k,
+                         float* c, size_t ldc, size_t row_begin, size_t row_end, size_t col_begin,
+                         size_t col_end) {
   const size_t width = GemmPanelWidth();
   for (size_t col0 = col_begin; col0 < col_end; col0 += width) {
     const float* panel = packed + (col0 / width) * (k + 1) * width;
     const size_t limit = col_end < n ? col_end : n;
     const size_t cols = limit - col0 < width ? limit - col0 : width;
-    for (size_t row = row_begin; row < row_end; row += kTileRows) {
-      const size_t rows = row_end - row < kTileRows ? row_end - row : kTileRows;
+    for (size_t row = row_begin; row < row_end; row += kRows) {
+      const size_t rows = row_end - row < kRows ? row_end - row : kRows;
       // One or two rows (a decoding step's tokens, a tail): the GEMV kernels.
       if (rows == 1) {
         GemvPanel1(a + row * lda, panel, k, c + row * ldc + col0, cols);
       } else if (rows == 2) {
         GemvPanel2(a + row * lda, lda, panel, k, c + row * ldc + col0, ldc, cols);
       } else {
-        GemmPanel(a + row * lda, lda, rows, panel, k, c + row * ldc + col0, ldc, cols);
+        GemmPanel<kRows>(a + row * lda, lda, rows, panel, k, c + row * ldc + col0, ldc, cols);
       }
     }
+  }
+}
+
+// GemmTileRows with tile_rows, one of kernels::kGemmTileRows.
+inline void GemmTileWithRows(size_t tile_rows, const float* a, size_t lda, const float* packed,
+                             size_t n, size_t k, float* c, size_t ldc, size_t row_begin,
+                             size_t row_end, size_t col_begin, size_t col_end) {
+  switch (tile_rows) {
+    case 4:
+      return GemmTileRows<4>(a, lda, packed, n, k, c, ldc, row_begin, row_end, col_begin, col_end);
+    case 6:
+      return GemmTileRows<6>(a, lda, packed, n, k, c, ldc, row_begin, row_end, col_begin, col_end);
+    default:
+      return GemmTileRows<8>(a, lda, packed, n, k, c, ldc, row_begin, row_end, col_begin, col_end);
   }
 }
 

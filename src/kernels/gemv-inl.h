@@ -1,8 +1,8 @@
 // GEMV micro-kernels: one or two rows of A against one packed panel of B
 // (gemm-inl.h's layout: k rows of two vectors, then the bias), for the
 // projections of a decoding step; GemmTile picks them for 1 or 2 rows. The GEMM
-// register tile computes kTileRows rows whatever the live rows (8 on
-// AVX-512: 7 of 8 FMAs wasted for one token); here every FMA counts, and two
+// register tile computes all its rows whatever the live rows (up to 8: 7 of
+// 8 FMAs wasted for one token); here every FMA counts, and two
 // independent accumulator chains per output vector (even and odd k) keep the
 // FMA latency hidden while B streams through once.
 

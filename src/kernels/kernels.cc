@@ -2,6 +2,10 @@
 // best one the CPU supports.
 #include "src/kernels/kernels.h"
 
+#include <atomic>
+#include <cmath>
+#include <limits>
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/kernels/kernels.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -18,6 +22,35 @@ namespace HWY_NAMESPACE {
 
 inline const char* CurrentTargetName() { return hwy::TargetName(HWY_TARGET); }
 
+#if HWY_TARGET == HWY_WASM
+// True when the WebAssembly host is x86: its default NaN (inf - inf) has the
+// sign bit set, ARM's has not (XNNPACK tells the hosts apart the same way).
+inline bool WasmHostIsX86() {
+  static const bool x86 = [] {
+    volatile float inf = std::numeric_limits<float>::infinity();
+    return std::signbit(inf - inf);
+  }();
+  return x86;
+}
+#endif
+
+// The GEMM register tile for this target and CPU: the one place that chooses
+// it. Accumulators (2 per row), two B vectors and a broadcast must fit the
+// registers: 8 rows need 32 (AVX-512, NEON, SVE; 16 accumulators also cover 4
+// FMA pipes of latency 4, as on Apple cores); 16-register x86 takes 6 rows
+// natively (12 accumulators hide FMA latency 4 x 2 pipes; 8 rows spill).
+// V8 on x64 keeps one of the 16 xmm registers as scratch and needs another
+// for the product of mul+add (no FMA), so WebAssembly on x86 hosts gets 4.
+inline size_t PreferredGemmTileRows() {
+#if HWY_TARGET == HWY_WASM
+  return WasmHostIsX86() ? 4 : 8;
+#elif HWY_ARCH_X86 && HWY_TARGET != HWY_AVX3 && HWY_TARGET != HWY_AVX3_DL
+  return 6;
+#else
+  return 8;
+#endif
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace mha
 HWY_AFTER_NAMESPACE();
@@ -29,7 +62,8 @@ namespace kernels {
 HWY_EXPORT(GemmPanelWidth);
 HWY_EXPORT(PackedBSize);
 HWY_EXPORT(PackB);
-HWY_EXPORT(GemmTile);
+HWY_EXPORT(GemmTileWithRows);
+HWY_EXPORT(PreferredGemmTileRows);
 HWY_EXPORT(AttentionScratchSize);
 HWY_EXPORT(Attention);
 HWY_EXPORT(DecodeStateSize);
@@ -49,10 +83,31 @@ void PackB(const float* b, size_t ldb, const float* bias, size_t n, size_t k, fl
   HWY_DYNAMIC_DISPATCH(PackB)(b, ldb, bias, n, k, packed);
 }
 
+namespace {
+std::atomic<size_t> g_forced_tile_rows{0};
+}  // namespace
+
+size_t GemmTileRows() {
+  const size_t forced = g_forced_tile_rows.load(std::memory_order_relaxed);
+  return forced != 0 ? forced : HWY_DYNAMIC_DISPATCH(PreferredGemmTileRows)();
+}
+
+void SetGemmTileRows(size_t tile_rows) {
+  g_forced_tile_rows.store(tile_rows, std::memory_order_relaxed);
+}
+
+const char* GemmTileName(size_t tile_rows) {
+  switch (tile_rows) {
+    case 4: return "4x2v";
+    case 6: return "6x2v";
+    default: return "8x2v";
+  }
+}
+
 void GemmTile(const float* a, size_t lda, const float* packed, size_t n, size_t k, float* c,
               size_t ldc, size_t row_begin, size_t row_end, size_t col_begin, size_t col_end) {
-  HWY_DYNAMIC_DISPATCH(GemmTile)(a, lda, packed, n, k, c, ldc, row_begin, row_end, col_begin,
-                                 col_end);
+  HWY_DYNAMIC_DISPATCH(GemmTileWithRows)(GemmTileRows(), a, lda, packed, n, k, c, ldc, row_begin,
+                                         row_end, col_begin, col_end);
 }
 
 size_t AttentionScratchSize(const AttentionHead& head) {

@@ -26,9 +26,25 @@ void PackB(const float* b, size_t ldb, const float* bias, size_t n, size_t k, fl
 // Computes rows [row_begin, row_end) and columns [col_begin, col_end) of
 // C (row stride ldc) = A (row stride lda) * B^T + bias. col_begin must be a
 // multiple of GemmPanelWidth(); `packed` comes from PackB of the whole B on
-// the same target.
+// the same target. Runs the register tile GemmTileRows() says.
 void GemmTile(const float* a, size_t lda, const float* packed, size_t n, size_t k, float* c,
               size_t ldc, size_t row_begin, size_t row_end, size_t col_begin, size_t col_end);
+
+// The GEMM register tiles every target compiles, by rows of A: f32_gemm_4x2v,
+// 6x2v, 8x2v (rows of A x vectors of columns of a packed panel).
+constexpr size_t kGemmTileRows[] = {4, 6, 8};
+
+// Rows of the tile GemmTile runs: the one chosen for this CPU and target
+// (kernels.cc), unless SetGemmTileRows forced another.
+size_t GemmTileRows();
+
+// Forces GemmTile to the tile of tile_rows rows (one of kGemmTileRows), or
+// with 0 back to the chosen one. For tests and benchmarks; takes effect for
+// the calls that start after it.
+void SetGemmTileRows(size_t tile_rows);
+
+// "4x2v", "6x2v" or "8x2v" for one of kGemmTileRows.
+const char* GemmTileName(size_t tile_rows);
 
 // ---- Attention for one (batch, head): softmax(Q K^T * scale + masks) V. ----
 

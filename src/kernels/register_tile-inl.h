@@ -1,5 +1,5 @@
-// The register tile shared by the GEMM and the attention kernels: kTileRows
-// rows of A, broadcast, against two vectors of columns of a k-major B.
+// The register tile shared by the GEMM and the attention kernels: kRows rows
+// of A, broadcast, against two vectors of columns of a k-major B.
 
 // Toggling include guard: compiled once per target (foreach_target.h).
 #if defined(MHA_SRC_KERNELS_REGISTER_TILE_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -45,8 +45,9 @@ HWY_INLINE void StoreRow(D d, V acc0, V acc1, size_t cols, float* HWY_RESTRICT c
   }
 }
 
-// 4 rows (8 accumulators) fit the 16 registers of SSE4/AVX2/NEON/WASM;
-// AVX-512's 32 registers hold 8 rows, which halves the broadcasts per FMA.
+// The attention kernel's tile: 4 rows (8 accumulators) fit the 16 registers
+// of SSE4/AVX2/NEON/WASM; AVX-512's 32 registers hold 8 rows, which halves the
+// broadcasts per FMA. The GEMM picks its rows at run time (gemm-inl.h).
 #undef MHA_TILE_ROWS
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 #define MHA_TILE_ROWS 8
@@ -54,11 +55,14 @@ HWY_INLINE void StoreRow(D d, V acc0, V acc1, size_t cols, float* HWY_RESTRICT c
 #define MHA_TILE_ROWS 4
 #endif
 constexpr size_t kTileRows = MHA_TILE_ROWS;
+// Rows RegisterTile can hold.
+constexpr size_t kMaxTileRows = 8;
 
-// Missing rows (rows < kTileRows) repeat the last row: they are computed and
+// Missing rows (rows < kRows) repeat the last row: they are computed and
 // never stored.
-inline void TileRowPointers(const float* a, size_t lda, size_t rows, const float* out[kTileRows]) {
-  for (size_t r = 0; r < kTileRows; ++r) out[r] = a + HWY_MIN(r, rows - 1) * lda;
+template <size_t kRows = kTileRows>
+inline void TileRowPointers(const float* a, size_t lda, size_t rows, const float* out[kRows]) {
+  for (size_t r = 0; r < kRows; ++r) out[r] = a + HWY_MIN(r, rows - 1) * lda;
 }
 
 template <class D, class V>
@@ -68,47 +72,58 @@ HWY_INLINE void MulAddRow(D d, const float* a, V b0, V b1, V& c0, V& c1) {
   c1 = FusedMulAdd(av, b1, c1);
 }
 
-// Row r of the tile starts as (init(r, 0), init(r, 1)), gains
-// sum_kk a[r][kk * a_stride] * (B[kk][0, lanes), B[kk][lanes, 2 lanes)) with
-// B[kk] = b + kk * ldb, and goes to store(r, c0, c1). Named accumulators, not
-// arrays: SVE vectors are sizeless.
-template <class D, class Init, class Store>
-HWY_INLINE void RegisterTile(D d, const float* const a[kTileRows], size_t a_stride,
+// Half `half` of row kRow's accumulators: init's for a row of the tile, zero
+// (never used) past it.
+template <size_t kRow, size_t kRows, class D, class Init>
+HWY_INLINE hn::Vec<D> InitRow(D d, const Init& init, size_t half) {
+  if constexpr (kRow < kRows) {
+    return init(kRow, half);
+  } else {
+    return hn::Zero(d);
+  }
+}
+
+// Row r (< kRows <= kMaxTileRows) of the tile starts as (init(r, 0),
+// init(r, 1)), gains sum_kk a[r][kk * a_stride] * (B[kk][0, lanes),
+// B[kk][lanes, 2 lanes)) with B[kk] = b + kk * ldb, and goes to
+// store(r, c0, c1). Named accumulators, not arrays: SVE vectors are sizeless;
+// rows from kRows on are never initialised, read or stored, and compile away.
+template <size_t kRows = kTileRows, class D, class Init, class Store>
+HWY_INLINE void RegisterTile(D d, const float* const a[kRows], size_t a_stride,
                              const float* HWY_RESTRICT b, size_t ldb, size_t k, const Init& init,
                              const Store& store) {
+  static_assert(kRows >= 1 && kRows <= kMaxTileRows, "RegisterTile holds 1 to 8 rows");
   using V = hn::Vec<D>;
   const size_t lanes = hn::Lanes(d);
-  V c00 = init(0, 0), c01 = init(0, 1), c10 = init(1, 0), c11 = init(1, 1);
-  V c20 = init(2, 0), c21 = init(2, 1), c30 = init(3, 0), c31 = init(3, 1);
-#if MHA_TILE_ROWS == 8
-  V c40 = init(4, 0), c41 = init(4, 1), c50 = init(5, 0), c51 = init(5, 1);
-  V c60 = init(6, 0), c61 = init(6, 1), c70 = init(7, 0), c71 = init(7, 1);
-#endif
+  V c00 = InitRow<0, kRows>(d, init, 0), c01 = InitRow<0, kRows>(d, init, 1);
+  V c10 = InitRow<1, kRows>(d, init, 0), c11 = InitRow<1, kRows>(d, init, 1);
+  V c20 = InitRow<2, kRows>(d, init, 0), c21 = InitRow<2, kRows>(d, init, 1);
+  V c30 = InitRow<3, kRows>(d, init, 0), c31 = InitRow<3, kRows>(d, init, 1);
+  V c40 = InitRow<4, kRows>(d, init, 0), c41 = InitRow<4, kRows>(d, init, 1);
+  V c50 = InitRow<5, kRows>(d, init, 0), c51 = InitRow<5, kRows>(d, init, 1);
+  V c60 = InitRow<6, kRows>(d, init, 0), c61 = InitRow<6, kRows>(d, init, 1);
+  V c70 = InitRow<7, kRows>(d, init, 0), c71 = InitRow<7, kRows>(d, init, 1);
   for (size_t kk = 0; kk < k; ++kk) {
     const V b0 = hn::LoadU(d, b + kk * ldb);
     const V b1 = hn::LoadU(d, b + kk * ldb + lanes);
     const size_t offset = kk * a_stride;
     MulAddRow(d, a[0] + offset, b0, b1, c00, c01);
-    MulAddRow(d, a[1] + offset, b0, b1, c10, c11);
-    MulAddRow(d, a[2] + offset, b0, b1, c20, c21);
-    MulAddRow(d, a[3] + offset, b0, b1, c30, c31);
-#if MHA_TILE_ROWS == 8
-    MulAddRow(d, a[4] + offset, b0, b1, c40, c41);
-    MulAddRow(d, a[5] + offset, b0, b1, c50, c51);
-    MulAddRow(d, a[6] + offset, b0, b1, c60, c61);
-    MulAddRow(d, a[7] + offset, b0, b1, c70, c71);
-#endif
+    if constexpr (kRows > 1) MulAddRow(d, a[1] + offset, b0, b1, c10, c11);
+    if constexpr (kRows > 2) MulAddRow(d, a[2] + offset, b0, b1, c20, c21);
+    if constexpr (kRows > 3) MulAddRow(d, a[3] + offset, b0, b1, c30, c31);
+    if constexpr (kRows > 4) MulAddRow(d, a[4] + offset, b0, b1, c40, c41);
+    if constexpr (kRows > 5) MulAddRow(d, a[5] + offset, b0, b1, c50, c51);
+    if constexpr (kRows > 6) MulAddRow(d, a[6] + offset, b0, b1, c60, c61);
+    if constexpr (kRows > 7) MulAddRow(d, a[7] + offset, b0, b1, c70, c71);
   }
   store(0, c00, c01);
-  store(1, c10, c11);
-  store(2, c20, c21);
-  store(3, c30, c31);
-#if MHA_TILE_ROWS == 8
-  store(4, c40, c41);
-  store(5, c50, c51);
-  store(6, c60, c61);
-  store(7, c70, c71);
-#endif
+  if constexpr (kRows > 1) store(1, c10, c11);
+  if constexpr (kRows > 2) store(2, c20, c21);
+  if constexpr (kRows > 3) store(3, c30, c31);
+  if constexpr (kRows > 4) store(4, c40, c41);
+  if constexpr (kRows > 5) store(5, c50, c51);
+  if constexpr (kRows > 6) store(6, c60, c61);
+  if constexpr (kRows > 7) store(7, c70, c71);
 }
 
 }  // namespace HWY_NAMESPACE

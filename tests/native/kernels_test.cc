@@ -32,34 +32,48 @@ void ExpectNear(const std::vector<float>& actual, const std::vector<float>& expe
 class KernelTest : public hwy::TestWithParamTarget {};
 HWY_TARGET_INSTANTIATE_TEST_SUITE_P(KernelTest);
 
+// Every register tile (kGemmTileRows), not only the one GemmTile chooses.
 TEST_P(KernelTest, GemmMatchesReferenceOnTilesAndTails) {
   const size_t width = mha::kernels::GemmPanelWidth();
-  // 1 and 2 rows (and tails of 1 or 2 rows: 5, 6, 10, 17) take the GEMV kernels.
-  for (size_t m : {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{5}, size_t{6}, size_t{10},
-                   size_t{17}, size_t{64}, size_t{67}}) {
-    for (size_t n : {size_t{1}, size_t{7}, width - 1, width, width + 1, 3 * width + 5}) {
-      for (size_t k : {size_t{1}, size_t{3}, size_t{16}, size_t{33}}) {
-        SCOPED_TRACE(testing::Message() << "m=" << m << " n=" << n << " k=" << k);
-        const std::vector<float> a = RandomVector(m * k, 1), b = RandomVector(n * k, 2), bias = RandomVector(n, 3);
-        std::vector<float> packed(mha::kernels::PackedBSize(n, k));
-        mha::kernels::PackB(b.data(), k, bias.data(), n, k, packed.data());
-        // A sentinel column past n must survive: tails store only n columns.
-        const size_t ldc = n + 1;
-        std::vector<float> c(m * ldc, 7.0f);
-        // Two column ranges split at a panel boundary, as threads do.
-        const size_t split = n > width ? width : n;
-        mha::kernels::GemmTile(a.data(), k, packed.data(), n, k, c.data(), ldc, 0, m, 0, split);
-        mha::kernels::GemmTile(a.data(), k, packed.data(), n, k, c.data(), ldc, 0, m, split, n);
-        const std::vector<float> expected = ReferenceGemm(a, b, bias.data(), m, n, k);
-        std::vector<float> actual(m * n);
-        for (size_t i = 0; i < m; ++i) {
-          for (size_t j = 0; j < n; ++j) actual[i * n + j] = c[i * ldc + j];
-          ASSERT_EQ(c[i * ldc + n], 7.0f);
+  for (size_t tile_rows : mha::kernels::kGemmTileRows) {
+    SCOPED_TRACE(testing::Message() << "tile " << mha::kernels::GemmTileName(tile_rows));
+    mha::kernels::SetGemmTileRows(tile_rows);
+    // 1 and 2 rows (and tails of 1 or 2 rows) take the GEMV kernels.
+    for (size_t m : {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{5}, size_t{6}, size_t{7},
+                     size_t{9}, size_t{10}, size_t{13}, size_t{17}, size_t{64}, size_t{67}}) {
+      for (size_t n : {size_t{1}, size_t{7}, width - 1, width, width + 1, 3 * width + 5}) {
+        for (size_t k : {size_t{1}, size_t{3}, size_t{16}, size_t{33}}) {
+          SCOPED_TRACE(testing::Message() << "m=" << m << " n=" << n << " k=" << k);
+          const std::vector<float> a = RandomVector(m * k, 1), b = RandomVector(n * k, 2),
+                                   bias = RandomVector(n, 3);
+          std::vector<float> packed(mha::kernels::PackedBSize(n, k));
+          mha::kernels::PackB(b.data(), k, bias.data(), n, k, packed.data());
+          // A sentinel column past n must survive: tails store only n columns.
+          const size_t ldc = n + 1;
+          std::vector<float> c(m * ldc, 7.0f);
+          // Two column ranges split at a panel boundary, as threads do.
+          const size_t split = n > width ? width : n;
+          mha::kernels::GemmTile(a.data(), k, packed.data(), n, k, c.data(), ldc, 0, m, 0, split);
+          mha::kernels::GemmTile(a.data(), k, packed.data(), n, k, c.data(), ldc, 0, m, split, n);
+          const std::vector<float> expected = ReferenceGemm(a, b, bias.data(), m, n, k);
+          std::vector<float> actual(m * n);
+          for (size_t i = 0; i < m; ++i) {
+            for (size_t j = 0; j < n; ++j) actual[i * n + j] = c[i * ldc + j];
+            ASSERT_EQ(c[i * ldc + n], 7.0f);
+          }
+          ExpectNear(actual, expected, "gemm");
         }
-        ExpectNear(actual, expected, "gemm");
       }
     }
   }
+  mha::kernels::SetGemmTileRows(0);
+}
+
+TEST_P(KernelTest, ChosenGemmTileIsOneOfTheTiles) {
+  const size_t chosen = mha::kernels::GemmTileRows();
+  bool listed = false;
+  for (size_t tile_rows : mha::kernels::kGemmTileRows) listed |= tile_rows == chosen;
+  EXPECT_TRUE(listed) << chosen;
 }
 
 struct AttentionCase {

@@ -59,6 +59,7 @@ export class MHALibrary {
       threads: core.threads,
       simd: core.target === 'WASM',
       target: core.target,
+      gemmTile: core.gemmTile,
       proxy: false,
       threadsOffReason,
     });
