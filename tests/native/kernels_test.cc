@@ -3,6 +3,7 @@
 // the weights path.
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <vector>
 
@@ -71,6 +72,8 @@ TEST_P(KernelTest, GemmMatchesReferenceOnTilesAndTails) {
 
 TEST_P(KernelTest, ChosenGemmTileIsOneOfTheTiles) {
   const size_t chosen = mha::kernels::GemmTileRows();
+  std::printf("GEMM tile on %s: %s\n", mha::kernels::TargetName(),
+              mha::kernels::GemmTileName(chosen));
   bool listed = false;
   for (size_t tile_rows : mha::kernels::kGemmTileRows) listed |= tile_rows == chosen;
   EXPECT_TRUE(listed) << chosen;
