@@ -82,11 +82,15 @@ inline void GemmTileRows(const float* a, size_t lda, const float* packed, size_t
     const size_t cols = limit - col0 < width ? limit - col0 : width;
     for (size_t row = row_begin; row < row_end; row += kRows) {
       const size_t rows = row_end - row < kRows ? row_end - row : kRows;
-      // One or two rows (a decoding step's tokens, a tail): the GEMV kernels.
+      // One or two rows (a decoding step's tokens, a tail): the GEMV kernels;
+      // three or four (a tail of 64-row blocks under 6-row tiles): the 4-row
+      // tile, which computes no rows that are thrown away.
       if (rows == 1) {
         GemvPanel1(a + row * lda, panel, k, c + row * ldc + col0, cols);
       } else if (rows == 2) {
         GemvPanel2(a + row * lda, lda, panel, k, c + row * ldc + col0, ldc, cols);
+      } else if (rows <= 4) {
+        GemmPanel<4>(a + row * lda, lda, rows, panel, k, c + row * ldc + col0, ldc, cols);
       } else {
         GemmPanel<kRows>(a + row * lda, lda, rows, panel, k, c + row * ldc + col0, ldc, cols);
       }
