@@ -39,8 +39,10 @@ using kernels::DecodeGroup;
 // Keys per sub-block: their scores per row, and their keys and values when
 // converted, stay in L1 while every row of the group reads them.
 constexpr size_t kDecodeSubBlock = 32;
-// Vectors of value features per step of the value loop: 4 accumulators and
-// 4 loaded vectors, a quarter of the 16 registers of AVX2, SSE4, NEON, WASM.
+// Vectors of value features per step of the value loop: two sets of 4
+// accumulators (even and odd keys) and the loaded vectors fit the 16
+// registers of AVX2, SSE4, NEON and WASM. Value rows are padded to whole
+// steps (64 floats on AVX-512: a head dim of 64 needs none).
 constexpr size_t kDecodeValueVectors = 4;
 
 inline size_t DecodeKeyPad(size_t dim) {
