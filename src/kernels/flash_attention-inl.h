@@ -113,23 +113,28 @@ inline size_t MaskedCols(const AttentionHead& h, size_t j0, size_t cols) {
   return h.masked_keys > j0 ? HWY_MIN(cols, h.masked_keys - j0) : 0;
 }
 
+// log2(e): the flash path's scores are in base 2 (see Exp2NonPositive).
+constexpr float kLog2e = 1.44269504f;
+
 // qt[d * chunk + q] = scale * Q[i0 + q][d] for q < n; zero up to n_pad.
 inline void TransposeQueryChunk(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
-                                float* HWY_RESTRICT qt) {
+                                float scale, float* HWY_RESTRICT qt) {
   const size_t chunk = QueryChunk();
   for (size_t q = 0; q < n; ++q) {
     const float* row = h.q + (i0 + q) * h.q_stride;
-    for (size_t dd = 0; dd < h.qk_dim; ++dd) qt[dd * chunk + q] = row[dd] * h.scale;
+    for (size_t dd = 0; dd < h.qk_dim; ++dd) qt[dd * chunk + q] = row[dd] * scale;
   }
   for (size_t dd = 0; dd < h.qk_dim; ++dd) {
     for (size_t q = n; q < n_pad; ++q) qt[dd * chunk + q] = 0.0f;
   }
 }
 
-// st[c * chunk + q] = q_(i0+q) . k_(j0+c) + masks for c < cols, q < n_pad
-// (queries from n on see zeros and are never used).
+// st[c * chunk + q] = q_(i0+q) . k_(j0+c) + unit * masks for c < cols,
+// q < n_pad (queries from n on see zeros and are never used); unit is the
+// factor already in qt beyond the head's scale (1, or log2(e) in base 2).
 inline void ScoreTile(const AttentionHead& h, size_t i0, size_t n, size_t n_pad, size_t j0,
-                      size_t cols, const float* HWY_RESTRICT qt, float* HWY_RESTRICT st) {
+                      size_t cols, float unit, const float* HWY_RESTRICT qt,
+                      float* HWY_RESTRICT st) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const size_t lanes = hn::Lanes(d);
@@ -158,13 +163,13 @@ inline void ScoreTile(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
     const size_t j = j0 + c;
     float* row = st + c * chunk;
     if (h.key_bias != nullptr) {
-      const auto bias = hn::Set(d, h.key_bias[j]);
+      const auto bias = hn::Set(d, h.key_bias[j] * unit);
       for (size_t q = 0; q < n_pad; q += lanes) {
         hn::Store(hn::Add(hn::Load(d, row + q), bias), d, row + q);
       }
     }
     if (h.mask != nullptr) {
-      for (size_t q = 0; q < n; ++q) row[q] += h.mask[(i0 + q) * h.mask_stride + j];
+      for (size_t q = 0; q < n; ++q) row[q] += h.mask[(i0 + q) * h.mask_stride + j] * unit;
     }
     // Causal: queries whose position is before j.
     if (h.causal && j > Position(h, i0)) {
@@ -173,9 +178,9 @@ inline void ScoreTile(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
   }
 }
 
-// The online softmax over one tile of scores, lane-wise per query: updates
-// the running max and sum, turns st into exp(score - max) and leaves in corr
-// the factor that rescales what was accumulated before this tile.
+// The online softmax over one tile of base-2 scores, lane-wise per query:
+// updates the running max and sum, turns st into 2^(score - max) and leaves in
+// corr the factor that rescales what was accumulated before this tile.
 inline void OnlineSoftmaxTile(size_t cols, size_t n_pad, const ChunkScratch& s) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
@@ -187,11 +192,11 @@ inline void OnlineSoftmaxTile(size_t cols, size_t n_pad, const ChunkScratch& s) 
     for (size_t c = 0; c < cols; ++c) max = hn::Max(max, hn::Load(d, s.st + c * chunk + q));
     // Nothing attendable yet: shift by 0 so that exp(-inf) stays 0, not NaN.
     const auto shift = hn::IfThenZeroElse(hn::Eq(max, neg_inf), max);
-    const auto corr = ExpNonPositive(d, hn::Sub(old_max, shift));
+    const auto corr = Exp2NonPositive(d, hn::Sub(old_max, shift));
     auto sum = hn::Mul(hn::Load(d, s.row_sum + q), corr);
     for (size_t c = 0; c < cols; ++c) {
       float* p = s.st + c * chunk + q;
-      const auto e = ExpNonPositive(d, hn::Sub(hn::Load(d, p), shift));
+      const auto e = Exp2NonPositive(d, hn::Sub(hn::Load(d, p), shift));
       hn::Store(e, d, p);
       sum = hn::Add(sum, e);
     }
@@ -272,7 +277,7 @@ inline void WriteOutputRows(const AttentionHead& h, size_t i0, size_t n, const C
 inline void FlashChunk(const AttentionHead& h, size_t i0, size_t n, const ChunkScratch& s) {
   const size_t chunk = QueryChunk();
   const size_t n_pad = PaddedQueries(n);
-  TransposeQueryChunk(h, i0, n, n_pad, s.qt);
+  TransposeQueryChunk(h, i0, n, n_pad, h.scale * kLog2e, s.qt);
   std::fill(s.row_max, s.row_max + chunk, kNegInf);
   std::fill(s.row_sum, s.row_sum + chunk, 0.0f);
   std::fill(s.acc, s.acc + n * PaddedVDim(h.v_dim), 0.0f);
@@ -284,7 +289,7 @@ inline void FlashChunk(const AttentionHead& h, size_t i0, size_t n, const ChunkS
     if (cols == 0 || (h.causal && j0 + cols <= h.masked_keys && j0 > Position(h, i0 + n - 1))) {
       continue;
     }
-    ScoreTile(h, i0, n, n_pad, j0, cols, s.qt, s.st);
+    ScoreTile(h, i0, n, n_pad, j0, cols, kLog2e, s.qt, s.st);
     OnlineSoftmaxTile(cols, n_pad, s);
     AccumulateTile(h, i0, n, j0, cols, s);
   }
@@ -295,12 +300,12 @@ inline void FlashChunk(const AttentionHead& h, size_t i0, size_t n, const ChunkS
 inline void WeightsChunk(const AttentionHead& h, size_t i0, size_t n, const ChunkScratch& s) {
   const size_t chunk = QueryChunk();
   const size_t n_pad = PaddedQueries(n);
-  TransposeQueryChunk(h, i0, n, n_pad, s.qt);
+  TransposeQueryChunk(h, i0, n, n_pad, h.scale, s.qt);
   const size_t num_keys = h.num_keys();
   float* weights = h.weights + i0 * h.weights_stride;
   for (size_t j0 = 0; j0 < num_keys; j0 += kKeyTile) {
     const size_t cols = HWY_MIN(kKeyTile, num_keys - j0);
-    ScoreTile(h, i0, n, n_pad, j0, cols, s.qt, s.st);
+    ScoreTile(h, i0, n, n_pad, j0, cols, 1.0f, s.qt, s.st);
     for (size_t q = 0; q < n; ++q) {
       float* row = weights + q * h.weights_stride + j0;
       for (size_t c = 0; c < cols; ++c) row[c] = s.st[c * chunk + q];

@@ -21,18 +21,27 @@ namespace mha {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Runs ExpNonPositive on xs, one vector at a time.
-std::vector<float> ExpOf(const std::vector<float>& xs) {
+// Runs exp_fn (ExpNonPositive or Exp2NonPositive) on xs, one vector at a time.
+template <class ExpFn>
+std::vector<float> Apply(const ExpFn& exp_fn, const std::vector<float>& xs) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
   std::vector<float> out(xs.size());
   auto buffer = hwy::AllocateAligned<float>(lanes);
   for (size_t i = 0; i < xs.size(); i += lanes) {
     for (size_t l = 0; l < lanes; ++l) buffer[l] = xs[HWY_MIN(i + l, xs.size() - 1)];
-    hn::Store(ExpNonPositive(d, hn::Load(d, buffer.get())), d, buffer.get());
+    hn::Store(exp_fn(d, hn::Load(d, buffer.get())), d, buffer.get());
     for (size_t l = 0; l < lanes && i + l < xs.size(); ++l) out[i + l] = buffer[l];
   }
   return out;
+}
+
+std::vector<float> ExpOf(const std::vector<float>& xs) {
+  return Apply([](auto d, auto v) { return ExpNonPositive(d, v); }, xs);
+}
+
+std::vector<float> Exp2Of(const std::vector<float>& xs) {
+  return Apply([](auto d, auto v) { return Exp2NonPositive(d, v); }, xs);
 }
 
 void TestExpNonPositiveMatchesStdExp() {
@@ -57,6 +66,31 @@ void TestExpNonPositiveSpecialValues() {
   const std::vector<float> got = ExpOf({-inf, std::numeric_limits<float>::quiet_NaN(), 0.0f});
   HWY_ASSERT(got[0] == 0.0f);
   HWY_ASSERT(std::isnan(got[1]));  // a NaN score must poison its row, not vanish
+  HWY_ASSERT(got[2] == 1.0f);
+}
+
+void TestExp2NonPositiveMatchesStdExp2() {
+  std::vector<float> ys;
+  for (float y = 0.0f; y > -128.0f; y -= 0.0137f) ys.push_back(y);
+  for (float y : {-0.0f, -1e-30f, -1e-7f, -0.5f, -0.50001f, -1.5f, -125.9f, -126.01f, -140.0f}) {
+    ys.push_back(y);
+  }
+  const std::vector<float> got = Exp2Of(ys);
+  for (size_t i = 0; i < ys.size(); ++i) {
+    const double want = std::exp2(static_cast<double>(ys[i]));
+    if (ys[i] < -126.0f) {
+      HWY_ASSERT(got[i] == 0.0f);  // masked keys must weigh exactly 0
+    } else if (std::fabs(got[i] - want) > 3e-7 * want) {
+      HWY_ABORT("Exp2NonPositive(%.9g) = %.9g, exp2 = %.9g", ys[i], got[i], want);
+    }
+  }
+}
+
+void TestExp2NonPositiveSpecialValues() {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> got = Exp2Of({-inf, std::numeric_limits<float>::quiet_NaN(), 0.0f});
+  HWY_ASSERT(got[0] == 0.0f);
+  HWY_ASSERT(std::isnan(got[1]));
   HWY_ASSERT(got[2] == 1.0f);
 }
 
@@ -86,6 +120,8 @@ namespace mha {
 HWY_BEFORE_TEST(SoftmaxTest);
 HWY_EXPORT_AND_TEST_P(SoftmaxTest, TestExpNonPositiveMatchesStdExp);
 HWY_EXPORT_AND_TEST_P(SoftmaxTest, TestExpNonPositiveSpecialValues);
+HWY_EXPORT_AND_TEST_P(SoftmaxTest, TestExp2NonPositiveMatchesStdExp2);
+HWY_EXPORT_AND_TEST_P(SoftmaxTest, TestExp2NonPositiveSpecialValues);
 HWY_EXPORT_AND_TEST_P(SoftmaxTest, TestSoftmaxRowMatchesDouble);
 }  // namespace mha
 #endif
