@@ -164,20 +164,23 @@ function renderForwards({ machine, engines, workloads, results, longest, peaks }
   out('## Where our time goes (1 thread, estimated)');
   out();
   out('Projection time = projection FLOPs at the GEMM probe\'s rate; attention = the rest, ' +
-      'with its rate over the FLOPs the masks leave (4·E per query-key pair attended).');
+      'with its rate over the FLOPs the masks leave (4·E per query-key pair attended) and that ' +
+      'rate\'s share of the 1-thread peak (WebAssembly: f32x4 mul+add; native: FMA).');
   out();
-  out('| engine | workload | forward ms | projections ms | attention ms | attention GF/s |');
-  out('|---|---|---|---|---|---|');
+  out('| engine | workload | forward ms | projections ms | attention ms | attention GF/s | % of peak |');
+  out('|---|---|---|---|---|---|---|');
   for (const family of ['wasm', 'native']) {
     const ours = oursOf(family);
     const probe = get(ours, 1, gemm.id)?.gflops;
+    const peak = peaks[family][1]?.gflops;
     for (const w of workloads) {
       const r = get(ours, 1, w.id);
       if (!probe || !r?.medianMs) continue;
       const estimate = attentionEstimate(w, r.medianMs, probe);
       const attention = estimate
-        ? [fixed(estimate.ms, 2), fixed(estimate.gflops, 1)]
-        : ['— (projection-bound)', '—'];
+        ? [fixed(estimate.ms, 2), fixed(estimate.gflops, 1),
+           peak ? `${((100 * estimate.gflops) / peak).toFixed(0)}%` : '—']
+        : ['— (projection-bound)', '—', '—'];
       out(`| ${ours} | ${w.id} | ${fixed(r.medianMs, 2)} | ${fixed(projectionFlops(w) / (probe * 1e6), 2)} | ` +
           `${attention.join(' | ')} |`);
     }
