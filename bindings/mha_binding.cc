@@ -1,13 +1,18 @@
 // Embind glue between web/src (the JS API) and the core. No computation here:
-// JS copies tensors into the WASM heap and passes {ptr, shape} descriptors;
-// each call returns a StatusCode and leaves its results (or the error message)
-// in a CallResult, which JS copies out once and then deletes.
+// JS copies tensors into the WASM heap and passes their addresses and shapes;
+// each call returns a StatusCode and leaves its results (or the error
+// message) in a CallResult. Forward and scaledDotProductAttention, which
+// decoding calls once per token, take a call frame instead of JS objects (see
+// Frame below): reading JS objects through Embind's val costs about a
+// microsecond per property, which made a small step's glue cost ten times its
+// computation.
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 #include <malloc.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -86,9 +91,8 @@ val SpecsToJS(const std::vector<ParameterSpec>& specs) {
   return list;
 }
 
-// {ptr, shape}; undefined or null: absent (key and value with a cache).
+// A state_dict entry's {ptr, shape}.
 TensorView TensorFrom(const val& tensor) {
-  if (tensor.isUndefined() || tensor.isNull()) return TensorView();
   return TensorView{reinterpret_cast<const float*>(tensor["ptr"].as<uintptr_t>()),
                     ShapeFrom(tensor["shape"])};
 }
@@ -97,17 +101,8 @@ KVCacheDtype DtypeFrom(const val& dtype) {
   return dtype.as<std::string>() == "float16" ? KVCacheDtype::kFloat16 : KVCacheDtype::kFloat32;
 }
 
-// undefined, or {bool: true|false, ptr, shape}
-MaskView MaskFrom(const val& mask) {
-  if (mask.isUndefined() || mask.isNull()) return MaskView();
-  const uintptr_t ptr = mask["ptr"].as<uintptr_t>();
-  if (mask["bool"].as<bool>()) {
-    return MaskView::Bool(reinterpret_cast<const uint8_t*>(ptr), ShapeFrom(mask["shape"]));
-  }
-  return MaskView::Float(reinterpret_cast<const float*>(ptr), ShapeFrom(mask["shape"]));
-}
-
-// What one call left behind for JS.
+// What one call left behind for JS: the error message, a plain JS value, or
+// the output tensors of a frame call (JS copies them out, then clears them).
 class CallResult {
  public:
   int Record(const Status& status) {
@@ -115,17 +110,76 @@ class CallResult {
     return static_cast<int>(status.code());
   }
   std::string message() const { return message_; }
-  uintptr_t outputPtr() const { return reinterpret_cast<uintptr_t>(output.data.data()); }
-  val outputShape() const { return ShapeToJS(output.shape); }
-  uintptr_t weightsPtr() const { return reinterpret_cast<uintptr_t>(weights.data.data()); }
-  val weightsShape() const { return ShapeToJS(weights.shape); }
   val getValue() const { return value; }
+  void clear() {
+    output = Tensor();
+    weights = Tensor();
+  }
   Tensor output;
   Tensor weights;
   val value = val::undefined();  // a call's plain JS result, if any
 
  private:
   std::string message_;
+};
+
+// A call frame: uint32 words that web/src/call_frame.js writes into the heap
+// before a forward or scaledDotProductAttention call and reads after it (the
+// two files must agree on this layout). Tensor slots hold (address or 0 when
+// absent, rank, 1 for a bool mask, index of the slot's first dim in the
+// frame); the dims follow the fixed words. The results are (address, rank,
+// kMaxResultRank dims) each.
+class Frame {
+ public:
+  enum Slot { kQuery, kKey, kValue, kKeyPaddingMask, kAttnMask };
+  enum Flag : uint32_t { kNeedWeights = 1, kAverageAttnWeights = 2, kIsCausal = 4, kEnableGqa = 8 };
+
+  explicit Frame(uintptr_t address) : words_(reinterpret_cast<uint32_t*>(address)) {}
+
+  TensorView Tensor(Slot slot) const {
+    const uint32_t* s = SlotWords(slot);
+    return TensorView{reinterpret_cast<const float*>(s[0]), ShapeOf(s)};
+  }
+  MaskView Mask(Slot slot) const {
+    const uint32_t* s = SlotWords(slot);
+    if (s[0] == 0) return MaskView();
+    if (s[2]) return MaskView::Bool(reinterpret_cast<const uint8_t*>(s[0]), ShapeOf(s));
+    return MaskView::Float(reinterpret_cast<const float*>(s[0]), ShapeOf(s));
+  }
+  bool flag(Flag f) const { return (words_[kFlags] & f) != 0; }
+  float scale() const {
+    float scale;
+    std::memcpy(&scale, &words_[kScale], sizeof(scale));
+    return scale;
+  }
+  // The core's results are at most 4-D (weights (N, H, L, S), SDPA (B, H, L, D)).
+  void SetResults(const mha::Tensor& output, const mha::Tensor& weights) {
+    SetResult(kOutput, output);
+    SetResult(kWeights, weights);
+  }
+
+ private:
+  static constexpr int kSlotWords = 4;
+  static constexpr int kFlags = 20;
+  static constexpr int kScale = 21;
+  static constexpr int kOutput = 22;
+  static constexpr int kMaxResultRank = 4;
+  static constexpr int kWeights = kOutput + 2 + kMaxResultRank;
+
+  const uint32_t* SlotWords(Slot slot) const { return words_ + kSlotWords * slot; }
+  Shape ShapeOf(const uint32_t* s) const {
+    if (s[0] == 0) return Shape();
+    return Shape(words_ + s[3], words_ + s[3] + s[1]);
+  }
+  void SetResult(int at, const mha::Tensor& tensor) {
+    words_[at] = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(tensor.data.data()));
+    words_[at + 1] = static_cast<uint32_t>(tensor.shape.size());
+    for (size_t i = 0; i < tensor.shape.size() && i < kMaxResultRank; ++i) {
+      words_[at + 2 + i] = static_cast<uint32_t>(tensor.shape[i]);
+    }
+  }
+
+  uint32_t* words_;
 };
 
 // options: {prefix, layout: 'auto' | 'torch' | ..., names: {role: module}};
@@ -218,12 +272,8 @@ class KVCacheBinding {
   std::unique_ptr<KVCache> cache_;
 };
 
-// options["cache"]: a KVCacheBinding or undefined.
-KVCache* CacheFrom(const val& options) {
-  const val cache = options["cache"];
-  if (cache.isUndefined() || cache.isNull()) return nullptr;
-  return cache.as<KVCacheBinding*>(emscripten::allow_raw_pointers())->cache_.get();
-}
+// A frame call's cache: a KVCacheBinding or null.
+KVCache* CacheFrom(KVCacheBinding* cache) { return cache ? cache->cache_.get() : nullptr; }
 
 class MultiheadAttentionBinding {
  public:
@@ -318,22 +368,23 @@ class MultiheadAttentionBinding {
     return result.Record(module_->LoadSafetensors(file, o));
   }
 
-  // options: {key_padding_mask, attn_mask, need_weights, average_attn_weights, is_causal,
-  // cache}; key and value may be null with a cache.
-  int forward(const val& query, const val& key, const val& value, const val& options,
-              CallResult& result) {
+  // A frame of query, key, value (absent: attend the cache only),
+  // key_padding_mask, attn_mask and the flags; `cache` may be null.
+  int forward(uintptr_t frame_address, KVCacheBinding* cache, CallResult& result) {
+    Frame frame(frame_address);
     ForwardOptions o;
-    o.key_padding_mask = MaskFrom(options["key_padding_mask"]);
-    o.attn_mask = MaskFrom(options["attn_mask"]);
-    o.need_weights = options["need_weights"].as<bool>();
-    o.average_attn_weights = options["average_attn_weights"].as<bool>();
-    o.is_causal = options["is_causal"].as<bool>();
-    o.cache = CacheFrom(options);
+    o.key_padding_mask = frame.Mask(Frame::kKeyPaddingMask);
+    o.attn_mask = frame.Mask(Frame::kAttnMask);
+    o.need_weights = frame.flag(Frame::kNeedWeights);
+    o.average_attn_weights = frame.flag(Frame::kAverageAttnWeights);
+    o.is_causal = frame.flag(Frame::kIsCausal);
+    o.cache = CacheFrom(cache);
     ForwardResult out;
-    const Status status = module_->Forward(TensorFrom(query), TensorFrom(key),
-                                           TensorFrom(value), o, &out, g_pool.get());
+    const Status status = module_->Forward(frame.Tensor(Frame::kQuery), frame.Tensor(Frame::kKey),
+                                           frame.Tensor(Frame::kValue), o, &out, g_pool.get());
     result.output = std::move(out.output);
     result.weights = std::move(out.weights);
+    frame.SetResults(result.output, result.weights);
     return result.Record(status);
   }
 
@@ -341,18 +392,24 @@ class MultiheadAttentionBinding {
   std::unique_ptr<MultiheadAttention> module_;
 };
 
-// options: {attn_mask, is_causal, scale, enable_gqa, cache}
-int ScaledDotProductAttentionBinding(const val& query, const val& key, const val& value,
-                                     const val& options, CallResult& result) {
+// A frame of query, key, value (absent: attend the cache only), attn_mask,
+// is_causal, enable_gqa and scale (0: the default); `cache` may be null.
+int ScaledDotProductAttentionBinding(uintptr_t frame_address, KVCacheBinding* cache,
+                                     CallResult& result) {
+  Frame frame(frame_address);
   SdpaOptions o;
-  o.attn_mask = MaskFrom(options["attn_mask"]);
-  o.is_causal = options["is_causal"].as<bool>();
-  o.scale = options["scale"].as<float>();
-  o.enable_gqa = options["enable_gqa"].as<bool>();
-  o.cache = CacheFrom(options);
-  return result.Record(ScaledDotProductAttention(TensorFrom(query), TensorFrom(key),
-                                                 TensorFrom(value), o, &result.output,
-                                                 g_pool.get()));
+  o.attn_mask = frame.Mask(Frame::kAttnMask);
+  o.is_causal = frame.flag(Frame::kIsCausal);
+  o.scale = frame.scale();
+  o.enable_gqa = frame.flag(Frame::kEnableGqa);
+  o.cache = CacheFrom(cache);
+  result.weights = Tensor();
+  const Status status = ScaledDotProductAttention(frame.Tensor(Frame::kQuery),
+                                                  frame.Tensor(Frame::kKey),
+                                                  frame.Tensor(Frame::kValue), o, &result.output,
+                                                  g_pool.get());
+  frame.SetResults(result.output, result.weights);
+  return result.Record(status);
 }
 
 uintptr_t Allocate(size_t bytes) { return reinterpret_cast<uintptr_t>(malloc(bytes)); }
@@ -366,16 +423,14 @@ EMSCRIPTEN_BINDINGS(mha) {
   emscripten::function("setGemmTileRows", &kernels::SetGemmTileRows);
   emscripten::function("allocate", &Allocate);
   emscripten::function("free", &Free);
-  emscripten::function("scaledDotProductAttention", &ScaledDotProductAttentionBinding);
+  emscripten::function("scaledDotProductAttention", &ScaledDotProductAttentionBinding,
+                       emscripten::allow_raw_pointers());
   emscripten::function("listAttentionModules", &ListAttentionModulesBinding);
   emscripten::class_<CallResult>("CallResult")
       .constructor<>()
       .function("message", &CallResult::message)
-      .function("outputPtr", &CallResult::outputPtr)
-      .function("outputShape", &CallResult::outputShape)
-      .function("weightsPtr", &CallResult::weightsPtr)
-      .function("weightsShape", &CallResult::weightsShape)
-      .function("value", &CallResult::getValue);
+      .function("value", &CallResult::getValue)
+      .function("clear", &CallResult::clear);
   emscripten::class_<MultiheadAttentionBinding>("MultiheadAttention")
       .constructor<>()
       .function("create", &MultiheadAttentionBinding::create)
@@ -384,7 +439,7 @@ EMSCRIPTEN_BINDINGS(mha) {
       .function("weightSources", &MultiheadAttentionBinding::weightSources)
       .function("loadSafetensors", &MultiheadAttentionBinding::loadSafetensors)
       .function("createKVCache", &MultiheadAttentionBinding::createKVCache)
-      .function("forward", &MultiheadAttentionBinding::forward);
+      .function("forward", &MultiheadAttentionBinding::forward, emscripten::allow_raw_pointers());
   emscripten::class_<KVCacheBinding>("KVCache")
       .constructor<>()
       .function("createFree", &KVCacheBinding::createFree)

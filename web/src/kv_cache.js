@@ -1,7 +1,7 @@
 // The JS face of mha::KVCache (see DESIGN.md, "Decoding: KV cache,
 // grouped-query heads, rotary positions"): keys and values kept across
 // forward calls, all memory allocated at creation.
-import { callCore } from './core_call.js';
+import { callCore, checkStatus, sharedResult } from './core_call.js';
 import { MHAError } from './errors.js';
 import { settle } from './settle.js';
 import { checkOptionsObject, checkPositiveInteger, describe } from './validate.js';
@@ -72,7 +72,8 @@ export class KVCache {
     const binding = this.checkAlive('truncate');
     checkTruncate(n, binding.length());
     return settle(() => {
-      callCore(this.wasm, 'truncate', (heap, result) => binding.truncate(n, result));
+      const result = sharedResult(this.wasm);
+      checkStatus(binding.truncate(n, result), result, 'truncate');
     });
   }
 
@@ -87,12 +88,13 @@ export class KVCache {
 }
 
 // options.cache for forward / scaledDotProductAttention: undefined, or a live
-// KVCache of this library's build; returns its binding.
-export function cacheBinding(cache, wasm) {
+// KVCache of this library's build (returned; null and undefined: undefined).
+export function checkCache(cache, wasm) {
   if (cache === undefined || cache === null) return undefined;
   if (!(cache instanceof KVCache) || cache.wasm !== wasm) {
     throw new MHAError('cache: expected a KVCache from createKVCache of this library, ' +
                        `received ${describe(cache)}`);
   }
-  return cache.checkAlive('cache');
+  cache.checkAlive('cache');
+  return cache;
 }

@@ -1,7 +1,8 @@
 // What loadMHA() resolves to: one instantiated WASM build and its thread pool.
+import { FLAG, callFrame } from './call_frame.js';
 import { callCore } from './core_call.js';
 import { memoryBuffer } from './heap.js';
-import { KVCache, cacheBinding, checkCacheOptions } from './kv_cache.js';
+import { KVCache, checkCache, checkCacheOptions } from './kv_cache.js';
 import { MultiheadAttention } from './multihead_attention.js';
 import {
   checkBoolean, checkKeyValue, checkMask, checkOptionsObject, checkPositiveInteger,
@@ -26,13 +27,10 @@ export function checkSdpa(query, key, value, options) {
     throw new MHAError(`scale: expected a positive number (or undefined for ` +
                        `1/sqrt(E)), received ${describe(o.scale)}`);
   }
+  const flags = (checkBoolean(o.isCausal, 'isCausal', false) ? FLAG.isCausal : 0) |
+    (checkBoolean(o.enableGqa, 'enableGqa', false) ? FLAG.enableGqa : 0);
   // The core takes 0 as "default".
-  const flags = {
-    is_causal: checkBoolean(o.isCausal, 'isCausal', false),
-    scale: o.scale ?? 0,
-    enable_gqa: checkBoolean(o.enableGqa, 'enableGqa', false),
-  };
-  return { attnMask, flags };
+  return { attnMask, flags, scale: o.scale ?? 0 };
 }
 
 // lib.createKVCache's options as the core's config.
@@ -79,13 +77,13 @@ export class MHALibrary {
   // torch.nn.functional.scaled_dot_product_attention (PyTorch 2.x): a bool
   // attnMask is true where a query MAY attend.
   async scaledDotProductAttention(query, key, value, options) {
-    const { attnMask, flags } = checkSdpa(query, key, value, options);
-    const cache = cacheBinding(options?.cache, this.wasm);
-    const { output } = callCore(this.wasm, 'scaledDotProductAttention', (heap, result) => {
-      return this.wasm.scaledDotProductAttention(heap.copyTensor(query),
-        heap.copyTensor(key ?? undefined), heap.copyTensor(value ?? undefined),
-        { ...flags, attn_mask: heap.copyTensor(attnMask), cache }, result);
-    });
+    const { attnMask, flags, scale } = checkSdpa(query, key, value, options);
+    const cache = checkCache(options?.cache, this.wasm);
+    const { output } = callFrame(this.wasm, 'scaledDotProductAttention',
+      [query, key ?? undefined, value ?? undefined, undefined, attnMask], flags, scale,
+      // Checked again: a getter may have disposed the cache meanwhile.
+      (frame, result) => this.wasm.scaledDotProductAttention(frame,
+        cache?.checkAlive('cache') ?? null, result));
     return output;
   }
 
@@ -97,7 +95,7 @@ export class MHALibrary {
   listAttentionModules(bytes) {
     const shards = checkShards(bytes, 'listAttentionModules');
     return settle(() => callCore(this.wasm, 'listAttentionModules', (heap, result) =>
-      this.wasm.listAttentionModules(shards.map((shard) => copyHeader(heap, shard)), result)).value);
+      this.wasm.listAttentionModules(shards.map((shard) => copyHeader(heap, shard)), result)));
   }
 
   // Diagnostics: the WASM heap's top (sbrk), bytes malloc'd, memory size.

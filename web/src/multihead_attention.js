@@ -1,7 +1,8 @@
 // The JS face of mha::MultiheadAttention (see DESIGN.md, "JavaScript API").
+import { FLAG, callFrame } from './call_frame.js';
 import { STATUS_OK, callCore } from './core_call.js';
 import { MHAError } from './errors.js';
-import { KVCache, cacheBinding, checkCacheOptions } from './kv_cache.js';
+import { KVCache, checkCache, checkCacheOptions } from './kv_cache.js';
 import { settle } from './settle.js';
 import {
   checkBoolean, checkKeyValue, checkMask, checkOptionalDim, checkOptionsObject,
@@ -91,11 +92,9 @@ export function checkForward(query, key, value, options) {
   return {
     keyPaddingMask: checkMask(o.keyPaddingMask, 'keyPaddingMask'),
     attnMask: checkMask(o.attnMask, 'attnMask'),
-    flags: {
-      need_weights: checkBoolean(o.needWeights, 'needWeights', true),
-      average_attn_weights: checkBoolean(o.averageAttnWeights, 'averageAttnWeights', true),
-      is_causal: checkBoolean(o.isCausal, 'isCausal', false),
-    },
+    flags: (checkBoolean(o.needWeights, 'needWeights', true) ? FLAG.needWeights : 0) |
+      (checkBoolean(o.averageAttnWeights, 'averageAttnWeights', true) ? FLAG.averageAttnWeights : 0) |
+      (checkBoolean(o.isCausal, 'isCausal', false) ? FLAG.isCausal : 0),
   };
 }
 
@@ -174,18 +173,13 @@ export class MultiheadAttention {
   async forward(query, key, value, options) {
     this.checkAlive('forward');
     const { keyPaddingMask, attnMask, flags } = checkForward(query, key, value, options);
-    // Again: an option getter may have disposed the module (or cache) meanwhile.
-    const binding = this.checkAlive('forward');
-    const cache = cacheBinding(options?.cache, this.wasm);
-    return callCore(this.wasm, 'forward', (heap, result) => {
-      return binding.forward(heap.copyTensor(query), heap.copyTensor(key ?? undefined),
-        heap.copyTensor(value ?? undefined), {
-          ...flags,
-          key_padding_mask: heap.copyTensor(keyPaddingMask),
-          attn_mask: heap.copyTensor(attnMask),
-          cache,
-        }, result);
-    });
+    const cache = checkCache(options?.cache, this.wasm);
+    return callFrame(this.wasm, 'forward',
+      [query, key ?? undefined, value ?? undefined, keyPaddingMask, attnMask], flags, 0,
+      // Checked again: a getter (of an option or a tensor) may have disposed
+      // the module or the cache meanwhile.
+      (frame, result) => this.checkAlive('forward').forward(frame,
+        cache?.checkAlive('cache') ?? null, result));
   }
 
   dispose() {
