@@ -29,23 +29,16 @@ std::string Expected(const Shape& shape, const std::string& names) {
 Status CheckInput(const char* arg, const char* seq_name, const TensorView& t, const Dims& dims,
                   int64_t seq, int64_t features, bool batch_first) {
   MHA_RETURN_IF_ERROR(CheckDimsAndData(arg, t.shape, t.data));
-  Shape expected;
-  std::string names;
-  if (!dims.batched) {
-    expected = {seq, features};
-    names = std::string("(") + seq_name + ", features)";
-  } else if (batch_first) {
-    expected = {dims.N, seq, features};
-    names = std::string("(N, ") + seq_name + ", features) with batch_first";
-  } else {
-    expected = {seq, dims.N, features};
-    names = std::string("(") + seq_name + ", N, features)";
-  }
-  if (t.shape != expected) {
-    return Status::InvalidArgument(std::string(arg) + ": expected shape " +
-                                   Expected(expected, names) + ", got " + ShapeString(t.shape));
-  }
-  return Status::Ok();
+  const Shape expected = !dims.batched ? Shape{seq, features}
+                         : batch_first ? Shape{dims.N, seq, features}
+                                       : Shape{seq, dims.N, features};
+  if (t.shape == expected) return Status::Ok();
+  const std::string names =
+      !dims.batched ? std::string("(") + seq_name + ", features)"
+      : batch_first ? std::string("(N, ") + seq_name + ", features) with batch_first"
+                    : std::string("(") + seq_name + ", N, features)";
+  return Status::InvalidArgument(std::string(arg) + ": expected shape " +
+                                 Expected(expected, names) + ", got " + ShapeString(t.shape));
 }
 
 Status CheckMask(const char* arg, const MaskView& mask, const std::vector<Shape>& allowed,
@@ -125,22 +118,25 @@ Status CheckForward(const MultiheadAttentionConfig& c, uint64_t module_id,
         ? "key: expected at least one key; the cache is empty and key is absent"
         : "key: expected at least one key (S >= 1), got shape " + ShapeString(key.shape));
   }
-  const std::string keys = o.cache != nullptr ? "T" : "S";
-  const std::string cached = o.cache != nullptr
-      ? " (T = " + std::to_string(T) + ": the cache's " + std::to_string(dims->P) + " keys and " +
-            std::to_string(dims->S) + " new)"
-      : "";
-  if (dims->batched) {
-    MHA_RETURN_IF_ERROR(CheckMask("key_padding_mask", o.key_padding_mask, {{N, T}},
-                                  "(N, " + keys + ")" + cached));
-    MHA_RETURN_IF_ERROR(CheckMask("attn_mask", o.attn_mask, {{L, T}, {N * H, L, T}},
-                                  "(L, " + keys + ") or (N*num_heads, L, " + keys + ")" + cached));
-  } else {
-    MHA_RETURN_IF_ERROR(CheckMask("key_padding_mask", o.key_padding_mask, {{T}},
-                                  "(" + keys + ") for unbatched input" + cached));
-    MHA_RETURN_IF_ERROR(CheckMask("attn_mask", o.attn_mask, {{L, T}, {H, L, T}},
-                                  "(L, " + keys + ") or (num_heads, L, " + keys +
-                                      ") for unbatched input" + cached));
+  // Masks, when given (their messages are built here, not on every decoding step).
+  if (o.key_padding_mask.present() || o.attn_mask.present()) {
+    const std::string keys = o.cache != nullptr ? "T" : "S";
+    const std::string cached = o.cache != nullptr
+        ? " (T = " + std::to_string(T) + ": the cache's " + std::to_string(dims->P) + " keys and " +
+              std::to_string(dims->S) + " new)"
+        : "";
+    if (dims->batched) {
+      MHA_RETURN_IF_ERROR(CheckMask("key_padding_mask", o.key_padding_mask, {{N, T}},
+                                    "(N, " + keys + ")" + cached));
+      MHA_RETURN_IF_ERROR(CheckMask("attn_mask", o.attn_mask, {{L, T}, {N * H, L, T}},
+                                    "(L, " + keys + ") or (N*num_heads, L, " + keys + ")" + cached));
+    } else {
+      MHA_RETURN_IF_ERROR(CheckMask("key_padding_mask", o.key_padding_mask, {{T}},
+                                    "(" + keys + ") for unbatched input" + cached));
+      MHA_RETURN_IF_ERROR(CheckMask("attn_mask", o.attn_mask, {{L, T}, {H, L, T}},
+                                    "(L, " + keys + ") or (num_heads, L, " + keys +
+                                        ") for unbatched input" + cached));
+    }
   }
   // The largest buffers (projections, per-head weights, a converted 3-D mask,
   // a float16 cache converted to float32) must be addressable, or their sizes
@@ -169,9 +165,12 @@ Status MultiheadAttention::Forward(const TensorView& query, const TensorView& ke
   Dims dims;
   MHA_RETURN_IF_ERROR(CheckForward(config_, m.id, query, key, value, options, &dims));
   std::lock_guard<std::mutex> lock(m.mutex);
-  const std::vector<std::string> missing = MissingParameters(m.loaded);
-  if (!missing.empty()) {
-    return Status::FailedPrecondition("parameters not loaded: " + JoinNames(missing));
+  if (!m.complete) {
+    const std::vector<std::string> missing = MissingParameters(m.loaded);
+    if (!missing.empty()) {
+      return Status::FailedPrecondition("parameters not loaded: " + JoinNames(missing));
+    }
+    m.complete = true;
   }
   try {
     m.Run(config_, dims.batched, dims.L, dims.S, dims.N, query, key, value, options, result, pool);

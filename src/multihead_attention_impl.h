@@ -29,6 +29,7 @@ struct MultiheadAttention::Impl {
   std::vector<float> bias_k, bias_v;
   std::vector<float> out_weight, out_bias;
   std::set<std::string> loaded;
+  bool complete = false;  // every parameter loaded (`loaded` only grows): Forward checks once
 
   PackedLinear q_proj, k_proj, v_proj, qkv_proj, out_proj;
 
