@@ -57,15 +57,19 @@ class ThreadPool {
 
 // Multiply-adds below which a call (one projection, one attention) runs on
 // the calling thread: waking the pool's threads and waiting for them costs
-// more than sharing saves. Measured (native, AMD EPYC, 1 thread, decode
-// steps of E=64..768 against 16..1023 keys): about 12,000 multiply-adds per
-// microsecond; issue #12 measured the pool's wake-up in WASM at about 54 us
-// (E=64, H=4, L=S=1: 30 us on one thread, 84 us median on two). Sharing
-// saves at most half the time, so it pays from about 2 x 30 us x 12,000 =
-// 7e5 (native) or 4e5 (WASM, ~3x slower per thread) multiply-adds: 5e5.
-// (Two-thread timings on the shared 2-core VM, load 7, were dominated by the
-// scheduler: median 2 ms per hand-off, so they could not set this.)
-constexpr double kMinSharedWork = 5e5;
+// more than sharing saves. Measured at 2 threads (AMD EPYC Zen 3, load 12-20
+// from other work, the measuring process at nice -19 as bench/run.mjs runs):
+// decoding steps of E = 64..1024 (E / 64 heads) against 15..4095 cached keys,
+// with the threshold swept from 0 to infinity per call, calls interleaved.
+// Native: sharing saved time from about 5e4 multiply-adds per call (a
+// 6.6e4 attention 24 -> 20 us, a 4.9e4 projection 7.0 -> 8.4 us lost);
+// WebAssembly (Node): from about 7e4 (E = 256: a 6.6e4 projection and a
+// 1.3e5 attention shared, 128 -> 84 us), though single-head attention of
+// 1.3e5 gained nothing (100 -> 110 us). One value for both builds, between
+// the two; decoding steps of E = 64 (D5: 1.2e4 at most) never wake the pool.
+// (The workers were spinning between calls, as they are between the calls
+// of a decoding step; see kSpins in thread_pool.cc.)
+constexpr double kMinSharedWork = 1e5;
 
 // `pool`, or null (the calling thread alone) for work below kMinSharedWork.
 inline ThreadPool* SharedPool(ThreadPool* pool, double work) {
