@@ -34,11 +34,15 @@ function ownCopy(array, path) {
 }
 
 // Arguments as a message: proxied objects become handles, typed arrays their
-// own copies, objects their properties (tensors' data and shape also when
-// they are getters of a class).
-function encode(value, objects, path) {
-  if (ArrayBuffer.isView(value)) return ownCopy(value, path);
-  if (Array.isArray(value)) return value.map((v, i) => encode(v, objects, `${path}[${i}]`));
+// own copies (one per array: self-attention passes one as query, key and
+// value, and the message then carries it once), objects their properties
+// (tensors' data and shape also when they are getters of a class).
+function encode(value, objects, path, copies) {
+  if (ArrayBuffer.isView(value)) {
+    if (!copies.has(value)) copies.set(value, ownCopy(value, path));
+    return copies.get(value);
+  }
+  if (Array.isArray(value)) return value.map((v, i) => encode(v, objects, `${path}[${i}]`, copies));
   if (value === null || typeof value !== 'object' || value instanceof ArrayBuffer) return value;
   if (value instanceof ProxiedObject) {
     objects.push(value);
@@ -46,7 +50,8 @@ function encode(value, objects, path) {
   }
   const keys = new Set(Object.keys(value));
   if ('data' in value && 'shape' in value) keys.add('data').add('shape');
-  return Object.fromEntries([...keys].map((key) => [key, encode(value[key], objects, `${path}.${key}`)]));
+  return Object.fromEntries([...keys].map((key) =>
+    [key, encode(value[key], objects, `${path}.${key}`, copies)]));
 }
 
 // One worker and the calls pending in it.
@@ -103,8 +108,9 @@ class Connection {
   send(target, method, args, created) {
     if (this.dead) return Promise.reject(this.dead);
     const objects = [target];
+    const copies = new Map();
     const message = { op: 'call', id: this.nextId++, target: target.handle, method,
-      args: args.map((arg, i) => encode(arg, objects, `${method}: argument ${i + 1}`)),
+      args: args.map((arg, i) => encode(arg, objects, `${method}: argument ${i + 1}`, copies)),
       create: created?.handle };
     if (created) objects.push(created);
     return new Promise((resolve, reject) => {
