@@ -181,30 +181,14 @@ inline void DecodeMasks(const DecodeGroup& g, size_t r, size_t j0, size_t cols,
 // turns the row's scores into exp(score - max) and returns the factor that
 // rescales what was accumulated before.
 inline float DecodeSoftmax(size_t cols, float* HWY_RESTRICT row, float* HWY_RESTRICT ms) {
-  const hn::ScalableTag<float> d;
   const hn::CappedTag<float, 1> d1;
-  const size_t lanes = hn::Lanes(d);
-  auto vmax = hn::Set(d, ms[0]);
-  size_t c = 0;
-  for (; c + lanes <= cols; c += lanes) vmax = hn::Max(vmax, hn::LoadU(d, row + c));
-  float max = hn::GetLane(hn::MaxOfLanes(d, vmax));
-  for (; c < cols; ++c) max = row[c] > max ? row[c] : max;
+  const float row_max = RowMax(row, cols);
+  const float max = row_max > ms[0] ? row_max : ms[0];
   // Nothing attendable yet: shift by 0 so that exp(-inf) stays 0, not NaN.
   const float shift = max == -std::numeric_limits<float>::infinity() ? 0.0f : max;
   const float corr = hn::GetLane(ExpNonPositive(d1, hn::Set(d1, ms[0] - shift)));
-  auto sum = hn::Zero(d);
-  for (c = 0; c + lanes <= cols; c += lanes) {
-    const auto e = ExpNonPositive(d, hn::Sub(hn::LoadU(d, row + c), hn::Set(d, shift)));
-    hn::StoreU(e, d, row + c);
-    sum = hn::Add(sum, e);
-  }
-  float total = hn::GetLane(hn::SumOfLanes(d, sum));
-  for (; c < cols; ++c) {
-    row[c] = hn::GetLane(ExpNonPositive(d1, hn::Set(d1, row[c] - shift)));
-    total += row[c];
-  }
   ms[0] = max;
-  ms[1] = ms[1] * corr + total;
+  ms[1] = ms[1] * corr + ExpShiftSum(row, cols, shift);
   return corr;
 }
 
