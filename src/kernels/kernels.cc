@@ -40,7 +40,9 @@ inline bool WasmHostIsX86() {
 // FMA pipes of latency 4, as on Apple cores); 16-register x86 takes 6 rows
 // natively (12 accumulators hide FMA latency 4 x 2 pipes; 8 rows spill).
 // V8 on x64 keeps one of the 16 xmm registers as scratch and needs another
-// for the product of mul+add (no FMA), so WebAssembly on x86 hosts gets 4.
+// for the product of mul+add (no FMA), so WebAssembly on x86 hosts gets 4
+// (Zen 3, Node 20, bench/native/gemm_tiles.cc: 4x2v 33 GF/s, 6x2v 24, 8x2v 22:
+// V8 spills the larger ones).
 inline size_t PreferredGemmTileRows() {
 #if HWY_TARGET == HWY_WASM
   return WasmHostIsX86() ? 4 : 8;
