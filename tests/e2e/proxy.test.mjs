@@ -108,6 +108,10 @@ test('dispose() with calls pending: they finish, later calls throw', async () =>
   assert.match(later.message, /forward: expected a live module, received one that was disposed/);
 });
 
+test('inputs changed right after their calls are sent: results are of the inputs at call time', async () => {
+  assert.equal(await page.evaluate(() => window.proxyTest.changedAfterSend()), 0);
+});
+
 test('1,000 calls: the worker\'s WASM heap and the page\'s JS heap stay flat', async () => {
   const cdp = await page.context().newCDPSession(page);
   const pageHeap = async () => {

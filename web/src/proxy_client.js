@@ -5,6 +5,7 @@
 // every pending call with an MHAError; the library's next call starts a new
 // one (objects made in the old one are lost).
 import { MHAError } from './errors.js';
+import { ARRAY, ArraySender, checkAttached } from './proxy_arrays.js';
 import { HANDLE, PROXIED } from './proxy_table.js';
 import { moduleWorkerUrl } from './env_browser.js';
 
@@ -16,33 +17,20 @@ function toError({ name, message }) {
   return Object.assign(new Error(message), { name });
 }
 
-// A typed array as the worker should get it: only its own bytes, never a
-// buffer shared with the caller. `path` names it in errors.
-function ownCopy(array, path) {
-  if (array.buffer.byteLength === 0 && array.byteLength === 0 && array.length === 0) {
-    let detached = false;
-    try {
-      structuredClone(array.buffer);
-    } catch {
-      detached = true;
-    }
-    if (detached) throw new MHAError(`${path}: expected a live ArrayBuffer, received a detached one`);
-  }
-  const whole = array.buffer instanceof ArrayBuffer && array.byteOffset === 0 &&
-    array.byteLength === array.buffer.byteLength;
-  return whole ? array : array.slice();
-}
-
-// Arguments as a message: proxied objects become handles, typed arrays their
-// own copies (one per array: self-attention passes one as query, key and
-// value, and the message then carries it once), objects their properties
-// (tensors' data and shape also when they are getters of a class).
-function encode(value, objects, path, copies) {
+// Arguments as a message: proxied objects become handles, typed arrays
+// { [ARRAY]: index } into `arrays` (a Map of array -> index; self-attention
+// passes one array as query, key and value, and it is sent once; see
+// proxy_arrays.js), objects their properties (tensors' data and shape also
+// when they are getters of a class).
+function encode(value, objects, path, arrays) {
   if (ArrayBuffer.isView(value)) {
-    if (!copies.has(value)) copies.set(value, ownCopy(value, path));
-    return copies.get(value);
+    if (!arrays.has(value)) {
+      checkAttached(value, path);
+      arrays.set(value, arrays.size);
+    }
+    return { [ARRAY]: arrays.get(value) };
   }
-  if (Array.isArray(value)) return value.map((v, i) => encode(v, objects, `${path}[${i}]`, copies));
+  if (Array.isArray(value)) return value.map((v, i) => encode(v, objects, `${path}[${i}]`, arrays));
   if (value === null || typeof value !== 'object' || value instanceof ArrayBuffer) return value;
   if (value instanceof ProxiedObject) {
     objects.push(value);
@@ -51,13 +39,14 @@ function encode(value, objects, path, copies) {
   const keys = new Set(Object.keys(value));
   if ('data' in value && 'shape' in value) keys.add('data').add('shape');
   return Object.fromEntries([...keys].map((key) =>
-    [key, encode(value[key], objects, `${path}.${key}`, copies)]));
+    [key, encode(value[key], objects, `${path}.${key}`, arrays)]));
 }
 
 // One worker and the calls pending in it.
 class Connection {
   constructor(options, files) {
-    this.pending = new Map();   // id -> { resolve, reject, objects }
+    this.pending = new Map();   // id -> { resolve, reject, objects, staging }
+    this.arrays = new ArraySender();
     this.nextId = 1;
     this.nextHandle = 1;
     this.dead = null;           // the MHAError once the worker is gone
@@ -85,6 +74,7 @@ class Connection {
     const call = this.pending.get(message.id);
     if (call === undefined) return;   // sent before the worker was ended
     this.pending.delete(message.id);
+    if (call.staging) this.arrays.release(call.staging);
     for (const object of call.objects) {
       const state = message.states[object.handle];
       if (state) object.state = { ...object.state, ...state };
@@ -108,13 +98,14 @@ class Connection {
   send(target, method, args, created) {
     if (this.dead) return Promise.reject(this.dead);
     const objects = [target];
-    const copies = new Map();
+    const arrays = new Map();
     const message = { op: 'call', id: this.nextId++, target: target.handle, method,
-      args: args.map((arg, i) => encode(arg, objects, `${method}: argument ${i + 1}`, copies)),
+      args: args.map((arg, i) => encode(arg, objects, `${method}: argument ${i + 1}`, arrays)),
       create: created?.handle };
+    Object.assign(message, this.arrays.pack([...arrays.keys()]));
     if (created) objects.push(created);
     return new Promise((resolve, reject) => {
-      this.pending.set(message.id, { resolve, reject, objects });
+      this.pending.set(message.id, { resolve, reject, objects, staging: message.staged?.buffer });
       this.worker.postMessage(message);
     });
   }

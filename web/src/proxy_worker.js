@@ -9,6 +9,7 @@
 // the client chose for the object a `creates` method returns.
 import * as env from './env_browser.js';
 import { loadInThread } from './load.js';
+import { ARRAY, receivedArrays } from './proxy_arrays.js';
 import { HANDLE, PROXIED } from './proxy_table.js';
 import { MHAError } from './errors.js';
 
@@ -21,16 +22,18 @@ function lookUp(handle) {
   throw failed.get(handle) ?? new MHAError('expected a live object, received one that was disposed');
 }
 
-// Handles in the arguments become the objects they stand for.
-function decode(value) {
-  if (Array.isArray(value)) return value.map(decode);
-  if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) return value;
+// Handles in the arguments become the objects they stand for, array indices
+// the arrays (proxy_arrays.js).
+function decode(value, arrays) {
+  if (Array.isArray(value)) return value.map((v) => decode(v, arrays));
+  if (value === null || typeof value !== 'object' || value instanceof ArrayBuffer) return value;
   if (HANDLE in value) return lookUp(value[HANDLE]).object;
-  return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, decode(v)]));
+  if (ARRAY in value) return arrays[value[ARRAY]];
+  return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, decode(v, arrays)]));
 }
 
 function handlesIn(value, found = []) {
-  if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) return found;
+  if (value === null || typeof value !== 'object' || value instanceof ArrayBuffer) return found;
   if (HANDLE in value) found.push(value[HANDLE]);
   else for (const v of Object.values(value)) handlesIn(v, found);
   return found;
@@ -54,7 +57,7 @@ function encodeError(error) {
   return { name: error?.name ?? 'Error', message: error?.message ?? String(error) };
 }
 
-async function call({ id, target, method, args, create }) {
+async function call({ id, target, method, args, create, staged, arrays }) {
   const entry = lookUp(target);
   const spec = PROXIED[entry.type];
   const made = spec.creates[method];
@@ -63,7 +66,7 @@ async function call({ id, target, method, args, create }) {
   }
   let value;
   try {
-    value = await entry.object[method](...decode(args));
+    value = await entry.object[method](...decode(args, receivedArrays({ staged, arrays })));
   } catch (error) {
     if (made !== undefined) failed.set(create, error);
     throw error;

@@ -142,6 +142,25 @@ window.proxyTest = {
     return results.map((r) => ({ ...plain(r), length: r.length }));
   },
 
+  // Forwards sent together, each input overwritten (NaN) as soon as its call is sent, then one
+  // more after they are answered: the largest difference from the same inputs forwarded one at a
+  // time (the inputs cross by copy, and a staging buffer is reused only after its call).
+  async changedAfterSend() {
+    const inputs = [3, 40, 7, 25].map((L) => randomInput(L));
+    const expected = [];
+    for (const x of inputs) expected.push((await ctx.mha.forward(x, x, x)).output.data);
+    const sent = inputs.map((x) => ({ data: x.data.slice(), shape: x.shape }));
+    const send = (x) => {
+      const pending = ctx.mha.forward(x, x, x);
+      x.data.fill(NaN);
+      return pending;
+    };
+    const results = await Promise.all(sent.slice(0, 3).map(send));
+    results.push(await send(sent[3]));
+    return Math.max(...results.map(({ output }, i) =>
+      Math.max(...output.data.map((v, j) => Math.abs(v - expected[i][j])))));
+  },
+
   // `calls` forwards, a module made and disposed every 10th; the worker's heap after.
   async manyCalls(calls) {
     for (let i = 0; i < calls; i++) {
