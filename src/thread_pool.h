@@ -42,14 +42,21 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable work_ready_;
   std::condition_variable work_done_;
-  // Written before generation_ is bumped, read after it is seen.
-  const std::function<void(size_t, size_t, size_t)>* body_ = nullptr;
-  size_t n_ = 0;
-  // Workers spin on these briefly before sleeping on the condition
-  // variables: waking a sleeping thread costs tens of microseconds, as much
-  // as a small projection takes.
+  // The call in progress: written before it opens, read by workers only
+  // after they have joined it.
+  std::atomic<const std::function<void(size_t, size_t, size_t)>*> body_{nullptr};
+  std::atomic<size_t> n_{0};
+  // Workers spin on generation_ briefly before sleeping on work_ready_:
+  // waking a sleeping thread costs tens of microseconds natively and up to
+  // milliseconds in a loaded page, as much as a small projection takes.
   std::atomic<uint64_t> generation_{0};
-  std::atomic<size_t> pending_{0};
+  // A worker joins a call (active_ + 1) only while it is open. The caller
+  // closes it once every item is claimed and then waits for the workers that
+  // joined, never for one still waking up: in Chromium a woken pool thread
+  // often started after the caller had done every item (W3, 2 threads, load
+  // 7: a quarter of the calls), and the caller used to wait for it anyway.
+  std::atomic<bool> open_{false};
+  std::atomic<size_t> active_{0};
   std::atomic<bool> stop_{false};
   // The next unclaimed item, on a cache line of its own: every claim writes it.
   alignas(64) std::atomic<size_t> next_{0};

@@ -58,5 +58,19 @@ TEST(ThreadPoolTest, AStalledThreadLeavesItsShareToTheOthers) {
   EXPECT_GE(by_thread[1].load(), kItems - 2);
 }
 
+// Calls too short for the worker to wake in time: the caller does every item
+// and a worker that joins late must find the call closed, never run an item
+// of a later call with an earlier body (or twice).
+TEST(ThreadPoolTest, LateWorkersNeverRunAnotherCallsItems) {
+  mha::ThreadPool pool(3);
+  for (int call = 0; call < 3000; ++call) {
+    std::atomic<int> hits[3] = {{0}, {0}, {0}};
+    pool.ParallelFor(3, [&](size_t begin, size_t end, size_t) {
+      for (size_t i = begin; i < end; ++i) hits[i]++;
+    });
+    for (const std::atomic<int>& h : hits) ASSERT_EQ(h.load(), 1) << "call " << call;
+  }
+}
+
 }  // namespace
 }  // namespace mha_test
