@@ -59,10 +59,21 @@ window.prepareForward = async ({ engine, threads, w, files }) => {
   prepared = await ENGINES[engine]({ threads, w, inputs, files });
 };
 
-// One untimed forward (its output is returned), then the timing rule.
+// A fresh Chromium takes longer than Node to reach its steady speed: W3 and
+// W4 at 2 threads ran about twice as slow for their first 0.6 s (15 to 60
+// forwards; Node 20: its first 6), so the timing rule's warm-up (5 runs of a
+// short forward) left the timed runs inside that span. The page first runs
+// forwards for the rule's warmupMs, whatever their number.
+async function settle(run, ms) {
+  for (const start = performance.now(); performance.now() - start < ms;) await run();
+}
+
+// One untimed forward (its output is returned), a warmupMs of forwards, then
+// the timing rule.
 window.measureForward = async (timing) => {
   const { info, run } = prepared;
   const output = await run();
+  await settle(run, timing.warmupMs);
   const timed = await measure(run, timing);
   return { ...timed, ...(info ? { info } : {}), browser: await browserVersion(), output: base64(output) };
 };
