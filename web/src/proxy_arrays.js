@@ -20,8 +20,10 @@ const TYPES = new Set(['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Arr
   'Int32Array', 'Uint32Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array']);
 const ALIGN = 16;
 const MIN_STAGING_BYTES = 1 << 16;
-// A staging buffer above this is dropped after its call rather than kept for the next one.
-const KEEP_BYTES = 1 << 26;
+// Staging buffers up to this size (a W6 forward's 8 MB of inputs) are kept for the next call;
+// a larger one (a checkpoint's bytes for loadSafetensors) is made to measure and dropped after
+// its call, so that the page does not hold it for good.
+const KEEP_BYTES = 1 << 24;
 
 const alignUp = (bytes) => Math.ceil(bytes / ALIGN) * ALIGN;
 
@@ -78,6 +80,7 @@ export class ArraySender {
       this.spare = null;
       return buffer;
     }
+    if (bytes > KEEP_BYTES) return new SharedArrayBuffer(bytes);
     return new SharedArrayBuffer(Math.max(MIN_STAGING_BYTES, 2 ** Math.ceil(Math.log2(bytes))));
   }
 
