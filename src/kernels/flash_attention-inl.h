@@ -188,14 +188,17 @@ inline void OnlineSoftmaxTile(size_t cols, size_t n_pad, const ChunkScratch& s) 
   const auto neg_inf = hn::Set(d, kNegInf);
   for (size_t q = 0; q < n_pad; q += lanes) {
     const auto old_max = hn::Load(d, s.row_max + q);
+    // The loops advance pointers: WebAssembly engines do not strength-reduce
+    // c * chunk (nor does Emscripten's LLVM, which runs without LSR).
+    float* const begin = s.st + q;
+    float* const end = begin + cols * chunk;
     auto max = old_max;
-    for (size_t c = 0; c < cols; ++c) max = hn::Max(max, hn::Load(d, s.st + c * chunk + q));
+    for (const float* p = begin; p != end; p += chunk) max = SoftmaxMax(max, hn::Load(d, p));
     // Nothing attendable yet: shift by 0 so that exp(-inf) stays 0, not NaN.
     const auto shift = hn::IfThenZeroElse(hn::Eq(max, neg_inf), max);
     const auto corr = Exp2NonPositive(d, hn::Sub(old_max, shift));
     auto sum = hn::Mul(hn::Load(d, s.row_sum + q), corr);
-    for (size_t c = 0; c < cols; ++c) {
-      float* p = s.st + c * chunk + q;
+    for (float* p = begin; p != end; p += chunk) {
       const auto e = Exp2NonPositive(d, hn::Sub(hn::Load(d, p), shift));
       hn::Store(e, d, p);
       sum = hn::Add(sum, e);

@@ -62,18 +62,37 @@ HWY_INLINE V ExpNonPositive(D d, V x) {
   return hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -87.3f)), hn::Mul(p, scale));
 }
 
-// 2^y for y <= 0, NaN or -inf, in 12 ops (17 in WebAssembly, which has no
+// The online softmax's running max. WebAssembly: f32x4.pmax (a < b ? b : a),
+// one instruction where f32x4.max (exact for NaN and -0) is about eight in V8
+// on x64; a NaN in b is dropped, one in a stays. A NaN score may so stay out
+// of the max, but its exponential is NaN either way and its row ends NaN.
+template <class V>
+HWY_INLINE V SoftmaxMax(V a, V b) {
+#if HWY_TARGET == HWY_WASM
+  return V{__builtin_wasm_pmax_f32x4(a.raw, b.raw)};
+#else
+  return hn::Max(a, b);
+#endif
+}
+
+// 2^y for y <= 0, NaN or -inf, in 12 ops (16 in WebAssembly, which has no
 // FMA) where ExpNonPositive takes 15 (25): y = n + f with |f| <= 1/2 exactly,
 // no ln 2 to split in two; 2^f by a degree-5 polynomial fitted for relative
 // error (reweighted least squares toward minimax: 9e-8 exactly, 1.7e-7 when
 // evaluated in float without FMA; degree 6 reached 1e-7 for one more
-// multiply-add per score), 2^n from the exponent bits. Below -126 it returns
-// 0 (masked keys weigh exactly 0); a NaN stays NaN. The flash kernel works in
-// base 2 (its scores carry the factor log2(e)), so each score costs this and
-// no more.
+// multiply-add per score), 2^n from the exponent bits. It returns 0 from -127
+// down (masked keys weigh exactly 0), 0 or 2^y within 2^-126 between -127 and
+// -126, and NaN for NaN. The flash kernel works in base 2 (its scores carry
+// the factor log2(e)), so each score costs this and no more.
 template <class D, class V>
 HWY_INLINE V Exp2NonPositive(D d, V y) {
   const hn::RebindToUnsigned<D> du;
+#if HWY_TARGET == HWY_WASM
+  // y >= -127 (-inf included; a NaN stays): n = -127 then has no exponent
+  // bits and 2^n below is 0. One f32x4.pmax where the compare and select at
+  // the end took four instructions in V8 (LLVM makes the and-not a bitselect).
+  y = SoftmaxMax(y, hn::Set(d, -127.0f));
+#endif
   // Adding 1.5 * 2^23 rounds y to an integer n held in the low mantissa
   // bits, here biased by 127: the exponent field of 2^n.
   const auto magic = hn::Set(d, 12582912.0f + 127.0f);
@@ -86,7 +105,11 @@ HWY_INLINE V Exp2NonPositive(D d, V y) {
   p = FusedMulAdd(p, f, hn::Set(d, 6.931470037e-1f));
   p = FusedMulAdd(p, f, hn::Set(d, 1.0f));
   const auto scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::BitCast(du, t)));
+#if HWY_TARGET == HWY_WASM
+  return hn::Mul(p, scale);
+#else
   return hn::IfThenZeroElse(hn::Lt(y, hn::Set(d, -126.0f)), hn::Mul(p, scale));
+#endif
 }
 
 // x[i] = exp(x[i] - shift) for i < n; returns their sum.
