@@ -6,6 +6,7 @@
 // one (objects made in the old one are lost).
 import { MHAError } from './errors.js';
 import { ARRAY, ArraySender, checkAttached } from './proxy_arrays.js';
+import { ClientChannel, KIND } from './proxy_channel.js';
 import { HANDLE, PROXIED } from './proxy_table.js';
 import { moduleWorkerUrl } from './env_browser.js';
 
@@ -42,11 +43,18 @@ function encode(value, objects, path, arrays) {
     [key, encode(value[key], objects, `${path}.${key}`, arrays)]));
 }
 
-// One worker and the calls pending in it.
+const sharedMemory = () => globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function' &&
+  typeof Atomics.waitAsync === 'function';
+
+// One worker and the calls pending in it. With a channel (proxy_channel.js), one message is in
+// the worker at a time: the others wait in `queue`, their arrays copied at call time.
 class Connection {
   constructor(options, files) {
-    this.pending = new Map();   // id -> { resolve, reject, objects, staging }
+    this.pending = new Map();   // id -> { resolve, reject, objects, message, arrays, staging }
     this.arrays = new ArraySender();
+    this.channel = sharedMemory() ? new ClientChannel() : null;
+    this.queue = [];
+    this.inFlight = null;
     this.nextId = 1;
     this.nextHandle = 1;
     this.dead = null;           // the MHAError once the worker is gone
@@ -59,7 +67,8 @@ class Connection {
     };
     this.worker.onmessageerror = () => this.die('it sent a message that could not be read');
     this.loaded = new Promise((resolve, reject) => { this.settleLoad = { resolve, reject }; });
-    this.worker.postMessage({ op: 'load', options: { threads: options.threads, build: options.build }, files, lock });
+    this.worker.postMessage({ op: 'load', options: { threads: options.threads, build: options.build }, files,
+      lock, channel: this.channel?.buffer });
     this.loaded.then(() => {
       if (lock && !this.dead) navigator.locks.request(lock, () => this.die('it was terminated'));
     }, () => {});
@@ -74,6 +83,10 @@ class Connection {
     const call = this.pending.get(message.id);
     if (call === undefined) return;   // sent before the worker was ended
     this.pending.delete(message.id);
+    if (this.inFlight === call) {
+      this.inFlight = null;
+      this.dispatch();
+    }
     if (call.staging) this.arrays.release(call.staging);
     for (const object of call.objects) {
       const state = message.states[object.handle];
@@ -92,6 +105,8 @@ class Connection {
     this.settleLoad.reject(this.dead);
     for (const { reject } of this.pending.values()) reject(this.dead);
     this.pending.clear();
+    this.queue = [];
+    this.inFlight = null;
   }
 
   // Sends target.method(...args); `created` is the object a `creates` method returns.
@@ -100,18 +115,48 @@ class Connection {
     const objects = [target];
     const arrays = new Map();
     const message = { op: 'call', id: this.nextId++, target: target.handle, method,
-      args: args.map((arg, i) => encode(arg, objects, `${method}: argument ${i + 1}`, arrays)),
-      create: created?.handle };
-    Object.assign(message, this.arrays.pack([...arrays.keys()]));
-    if (created) objects.push(created);
-    return new Promise((resolve, reject) => {
-      this.pending.set(message.id, { resolve, reject, objects, staging: message.staged?.buffer });
-      this.worker.postMessage(message);
-    });
+      args: args.map((arg, i) => encode(arg, objects, `${method}: argument ${i + 1}`, arrays)) };
+    if (created) {
+      message.create = created.handle;
+      objects.push(created);
+    }
+    return new Promise((resolve, reject) => this.post({ resolve, reject, objects, message, arrays: [...arrays.keys()] }));
+  }
+
+  // Posts `call`, or queues it behind the one in flight with its arrays copied now.
+  post(call) {
+    this.pending.set(call.message.id, call);
+    if (this.channel === null || this.inFlight !== null) this.pack(call);
+    if (this.channel === null) this.worker.postMessage(call.message);
+    else {
+      this.queue.push(call);
+      this.dispatch();
+    }
+  }
+
+  pack(call) {
+    Object.assign(call.message, this.arrays.pack(call.arrays));
+    call.staging = call.message.staged?.buffer;
+    call.arrays = null;
+  }
+
+  // The next queued call to the worker: through the channel when it can carry it.
+  dispatch() {
+    if (this.inFlight !== null || this.queue.length === 0) return;
+    const call = this.inFlight = this.queue.shift();
+    if (call.arrays !== null &&
+        this.channel.call(call.message, call.arrays, () => this.inFlight === call, (reply) => this.receive(reply))) {
+      return;
+    }
+    if (call.arrays !== null) this.pack(call);
+    this.worker.postMessage(call.message);
+    this.channel.requests.post(KIND.posted);
   }
 
   release(handle) {
-    if (!this.dead) this.worker.postMessage({ op: 'release', target: handle });
+    if (this.dead) return;
+    const message = { op: 'release', id: this.nextId++, target: handle };
+    this.post({ resolve() {}, reject() {}, objects: [], message, arrays: [] });
   }
 }
 

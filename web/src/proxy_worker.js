@@ -4,17 +4,22 @@
 //   { op: 'load', options, files, lock }      -> { op: 'loaded', info } | { op: 'failed', error }
 //   { op: 'call', id, target, method, args, create? }
 //                                             -> { op: 'reply', id, value | error, states }
-//   { op: 'release', target }                 (dispose; no reply)
+//   { op: 'release', id, target }             (dispose)  -> { op: 'reply', id, states }
+// With a channel (proxy_channel.js; `channel` is its buffer in the load message) the worker
+// sleeps on it between messages: each comes in it, or by postMessage when it says so, and is
+// answered the way it came (by postMessage when the reply does not fit).
 // Objects are addressed by handle (0 = the library); `create` is the handle
 // the client chose for the object a `creates` method returns.
 import * as env from './env_browser.js';
 import { loadInThread } from './load.js';
 import { ARRAY, receivedArrays } from './proxy_arrays.js';
+import { KIND, WorkerChannel } from './proxy_channel.js';
 import { HANDLE, PROXIED } from './proxy_table.js';
 import { MHAError } from './errors.js';
 
 const objects = new Map();   // handle -> { object, type }
 const failed = new Map();    // handle -> the error that kept it from being made
+let channel = null;
 
 function lookUp(handle) {
   const entry = objects.get(handle);
@@ -101,30 +106,51 @@ function holdLock(name) {
   }));
 }
 
-async function load({ options, files, lock }) {
+async function load({ options, files, lock, channel: buffer }) {
   await holdLock(lock);
+  if (buffer) channel = new WorkerChannel(buffer);
   const lib = await loadInThread(options, env, files);
   objects.set(0, { object: lib, type: 'MHALibrary' });
   return { op: 'loaded', info: lib.info };
 }
 
+// The reply to a call or release.
+async function answer(message) {
+  if (message.op === 'release') {
+    release(message.target);
+    return { op: 'reply', id: message.id, states: {} };
+  }
+  try {
+    return { op: 'reply', ...(await call(message)) };
+  } catch (error) {
+    return { op: 'reply', id: message.id, error: encodeError(error), states: {} };
+  }
+}
+
 async function handle(message) {
-  if (message.op === 'release') return release(message.target);
   if (message.op === 'load') {
     return self.postMessage(await load(message).catch((error) => ({ op: 'failed', error: encodeError(error) })));
   }
-  let reply;
-  try {
-    reply = { op: 'reply', ...(await call(message)) };
-  } catch (error) {
-    reply = { op: 'reply', id: message.id, error: encodeError(error), states: {} };
-  }
+  const reply = await answer(message);
   self.postMessage(reply, buffersIn(reply.value));
+}
+
+// Answers the channel's messages until one comes by postMessage.
+async function serve() {
+  for (;;) {
+    const { kind, message } = channel.nextRequest();
+    if (kind === KIND.posted) return;
+    const reply = await answer(message);
+    if (!channel.reply(reply)) {
+      self.postMessage(reply, buffersIn(reply.value));
+      channel.replies.post(KIND.posted);
+    }
+  }
 }
 
 // One message at a time, in order: a call waits for the load and for every
 // call sent before it, as it would in the caller's thread.
 let queue = Promise.resolve();
 self.onmessage = ({ data }) => {
-  queue = queue.then(() => handle(data));
+  queue = queue.then(() => handle(data)).then(() => channel && serve());
 };
