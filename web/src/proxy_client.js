@@ -1,7 +1,9 @@
 // The page's side of the proxy: the same API as the in-thread library, run
 // by the package's own Worker (proxy_worker.js) so that the page never
 // blocks. Classes and methods come from proxy_table.js. Arguments are copied
-// to the worker; results come back transferred. A worker that dies rejects
+// to the worker; results come back transferred, or (small ones, on a
+// cross-origin isolated page) copied out of the shared channel (proxy_channel.js);
+// either way the caller owns them. A worker that dies rejects
 // every pending call with an MHAError; the library's next call starts a new
 // one (objects made in the old one are lost).
 import { MHAError } from './errors.js';

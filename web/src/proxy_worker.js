@@ -150,7 +150,11 @@ async function serve() {
 
 // One message at a time, in order: a call waits for the load and for every
 // call sent before it, as it would in the caller's thread.
+// A failure of the worker's own (a call's errors are replies) is thrown
+// outside the chain: it reaches the page's onerror, which rejects the pending
+// calls, where a rejected queue would leave them waiting.
 let queue = Promise.resolve();
 self.onmessage = ({ data }) => {
-  queue = queue.then(() => handle(data)).then(() => channel && serve());
+  queue = queue.then(() => handle(data)).then(() => channel && serve())
+    .catch((error) => setTimeout(() => { throw error; }));
 };
