@@ -130,11 +130,11 @@ inline void TransposeQueryChunk(const AttentionHead& h, size_t i0, size_t n, siz
   const size_t chunk = QueryChunk();
   const auto vscale = hn::Set(d, scale);
   HWY_ALIGN float groups[4 * hn::MaxLanes(d)];
-  size_t q = 0;
-  for (; q + 4 <= n; q += 4) {
+  const size_t n4 = n / 4 * 4;
+  const size_t d_vec = h.qk_dim / lanes * lanes;
+  for (size_t q = 0; q < n4; q += 4) {
     const float* row = h.q + (i0 + q) * h.q_stride;
-    size_t dd = 0;
-    for (; dd + lanes <= h.qk_dim; dd += lanes) {
+    for (size_t dd = 0; dd < d_vec; dd += lanes) {
       const auto r0 = hn::Mul(hn::LoadU(d, row + dd), vscale);
       const auto r1 = hn::Mul(hn::LoadU(d, row + h.q_stride + dd), vscale);
       const auto r2 = hn::Mul(hn::LoadU(d, row + 2 * h.q_stride + dd), vscale);
@@ -144,13 +144,11 @@ inline void TransposeQueryChunk(const AttentionHead& h, size_t i0, size_t n, siz
         std::memcpy(qt + (dd + i) * chunk + q, groups + 4 * i, 4 * sizeof(float));
       }
     }
-    for (; dd < h.qk_dim; ++dd) {
-      for (size_t r = 0; r < 4; ++r) qt[dd * chunk + q + r] = row[r * h.q_stride + dd] * scale;
-    }
   }
-  for (; q < n; ++q) {
+  // The rest one by one: dims past d_vec of those rows, every dim of the last n - n4.
+  for (size_t q = 0; q < n; ++q) {
     const float* row = h.q + (i0 + q) * h.q_stride;
-    for (size_t dd = 0; dd < h.qk_dim; ++dd) qt[dd * chunk + q] = row[dd] * scale;
+    for (size_t dd = q < n4 ? d_vec : 0; dd < h.qk_dim; ++dd) qt[dd * chunk + q] = row[dd] * scale;
   }
   for (size_t dd = 0; dd < h.qk_dim; ++dd) {
     for (size_t q = n; q < n_pad; ++q) qt[dd * chunk + q] = 0.0f;

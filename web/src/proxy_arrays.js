@@ -99,3 +99,14 @@ export function receivedArrays({ staged, arrays }) {
   return staged.views.map(([type, offset, length]) =>
     new globalThis[type](staged.buffer, offset, length));
 }
+
+// `value` with each { [ARRAY]: i } as arrays[i]; `other(object)` may stand in for any other
+// object (the worker turns handles into the objects they address), undefined if not.
+export function placeArrays(value, arrays, other = () => undefined) {
+  if (Array.isArray(value)) return value.map((v) => placeArrays(v, arrays, other));
+  if (value === null || typeof value !== 'object' || value instanceof ArrayBuffer) return value;
+  if (ARRAY in value) return arrays[value[ARRAY]];
+  const found = other(value);
+  if (found !== undefined) return found;
+  return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, placeArrays(v, arrays, other)]));
+}

@@ -10,7 +10,7 @@
 // A message that JSON would not carry exactly (undefined, NaN, -0, ArrayBuffer, BigInt, ...),
 // or whose arrays do not fit, goes by postMessage as before, and the mailbox then only says so.
 // One message is in flight at a time: the client writes the next once the last is answered.
-import { ARRAY, builtinType, receivedArrays } from './proxy_arrays.js';
+import { ARRAY, builtinType, placeArrays, receivedArrays } from './proxy_arrays.js';
 
 const CAPACITY = 1 << 16;    // payload bytes per mailbox: a decoding step of E = 4096 fits
 const WORDS = 4;             // [sequence, kind, JSON code units, arrays bytes]
@@ -148,17 +148,10 @@ export class WorkerChannel {
   }
 }
 
-// Typed arrays in `value` as { [ARRAY]: i } (`arrays[i]`), and back.
+// Typed arrays in `value` as { [ARRAY]: i } (`arrays[i]`); placeArrays turns them back.
 function liftArrays(value, arrays) {
   if (ArrayBuffer.isView(value)) return { [ARRAY]: arrays.push(value) - 1 };
   if (Array.isArray(value)) return value.map((v) => liftArrays(v, arrays));
   if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return value;
   return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, liftArrays(v, arrays)]));
-}
-
-function placeArrays(value, arrays) {
-  if (Array.isArray(value)) return value.map((v) => placeArrays(v, arrays));
-  if (value === null || typeof value !== 'object') return value;
-  if (ARRAY in value) return arrays[value[ARRAY]];
-  return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, placeArrays(v, arrays)]));
 }

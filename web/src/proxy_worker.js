@@ -12,7 +12,7 @@
 // the client chose for the object a `creates` method returns.
 import * as env from './env_browser.js';
 import { loadInThread } from './load.js';
-import { ARRAY, receivedArrays } from './proxy_arrays.js';
+import { placeArrays, receivedArrays } from './proxy_arrays.js';
 import { KIND, WorkerChannel } from './proxy_channel.js';
 import { HANDLE, PROXIED } from './proxy_table.js';
 import { MHAError } from './errors.js';
@@ -30,11 +30,7 @@ function lookUp(handle) {
 // Handles in the arguments become the objects they stand for, array indices
 // the arrays (proxy_arrays.js).
 function decode(value, arrays) {
-  if (Array.isArray(value)) return value.map((v) => decode(v, arrays));
-  if (value === null || typeof value !== 'object' || value instanceof ArrayBuffer) return value;
-  if (HANDLE in value) return lookUp(value[HANDLE]).object;
-  if (ARRAY in value) return arrays[value[ARRAY]];
-  return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, decode(v, arrays)]));
+  return placeArrays(value, arrays, (object) => (HANDLE in object ? lookUp(object[HANDLE]).object : undefined));
 }
 
 function handlesIn(value, found = []) {
