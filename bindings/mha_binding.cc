@@ -262,9 +262,6 @@ class KVCacheBinding {
     return result.Record(KVCache::Create(c, &cache_));
   }
   double length() const { return static_cast<double>(cache_->length()); }
-  double maxLength() const { return static_cast<double>(cache_->config().max_length); }
-  double batchSize() const { return static_cast<double>(cache_->config().batch_size); }
-  std::string dtype() const { return KVCacheDtypeName(cache_->config().dtype); }
   int truncate(double length, CallResult& result) {
     return result.Record(cache_->Truncate(static_cast<int64_t>(length)));
   }
@@ -309,7 +306,8 @@ class MultiheadAttentionBinding {
                                                 DtypeFrom(dtype), &out.cache_));
   }
 
-  // [{name, shape}] in state_dict order.
+  // [{name, shape}] in state_dict order: JS computes them from the config
+  // (web/src/config.js); tests/js/config.test.js compares the two.
   val parameters() const { return SpecsToJS(module_->Parameters()); }
 
   // entries: [{name, ptr, shape}]; ptr 0 for tensors JS did not copy (those
@@ -444,9 +442,6 @@ EMSCRIPTEN_BINDINGS(mha) {
       .constructor<>()
       .function("createFree", &KVCacheBinding::createFree)
       .function("length", &KVCacheBinding::length)
-      .function("maxLength", &KVCacheBinding::maxLength)
-      .function("batchSize", &KVCacheBinding::batchSize)
-      .function("dtype", &KVCacheBinding::dtype)
       .function("truncate", &KVCacheBinding::truncate);
 }
 

@@ -63,7 +63,7 @@ Status MultiheadAttention::Create(const MultiheadAttentionConfig& config,
                                      "qk_head_dim (" + std::to_string(resolved.qk_head_dim) +
                                      "), got " + std::to_string(r.dim));
     }
-    if (!(r.base > 0.0 && r.base < 1e300)) {
+    if (!(std::isfinite(r.base) && r.base > 0.0)) {
       return Status::InvalidArgument("rotary.base: expected a positive finite number, got " +
                                      std::to_string(r.base));
     }

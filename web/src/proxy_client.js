@@ -164,16 +164,23 @@ class Connection {
 
 // The client face of an object that lives in the worker.
 class ProxiedObject {
-  constructor(connection, handle, type) {
+  // checked: what the check of the method that made it returned, from which
+  // its table entry's `known` gives its getters' values.
+  constructor(connection, handle, type, checked) {
     this.connection = connection;
     this.handle = handle;
     this.type = type;
-    this.state = null;          // the table's state and mirror properties, once known
+    this.checked = checked;
+    this.state = PROXIED[type].known?.(checked) ?? {};
     this.creationError = null;  // the error that kept the worker from creating it
     this.disposed = false;
+    // checkCache's `ours`: a KVCache of the same worker.
+    this.ours = (cache) => cache instanceof ProxiedObject && cache.type === 'KVCache' &&
+      cache.connection === this.connection;
   }
 
-  checkLive(method) {
+  // As the in-thread classes' checkAlive: a disposed object throws.
+  checkAlive(method) {
     if (this.disposed) {
       throw new MHAError(`${method}: expected a live ${PROXIED[this.type].noun}, received one ` +
                          'that was disposed');
@@ -185,9 +192,10 @@ class ProxiedObject {
     return this.connection.send(this, method, args);
   }
 
-  create(method, args, type) {
+  create(method, args, type, checked) {
+    if (this.creationError) throw this.creationError;
     const connection = this.connection;
-    const created = new CLIENT_CLASSES[type](connection, connection.nextHandle++, type);
+    const created = new CLIENT_CLASSES[type](connection, connection.nextHandle++, type, checked);
     connection.send(this, method, args, created).catch((error) => { created.creationError = error; });
     forgotten.register(created, { connection, handle: created.handle }, created);
     return created;
@@ -208,28 +216,28 @@ function clientClass(type) {
   const Client = class extends ProxiedObject {};
   for (const [method, check] of Object.entries(spec.calls)) {
     Client.prototype[method] = function proxiedCall(...args) {
-      this.checkLive(method);
+      this.checkAlive(method);
       check?.(this, ...args);
       // Again: an argument's getter may have disposed this object meanwhile.
-      this.checkLive(method);
+      this.checkAlive(method);
       return this.call(method, args);
     };
   }
   for (const [method, made] of Object.entries(spec.creates)) {
     Client.prototype[method] = function proxiedCreate(...args) {
-      this.checkLive(method);
-      made.check(this, ...args);
-      return this.create(method, args, made.type);
+      this.checkAlive(method);
+      const checked = made.check(this, ...args);
+      return this.create(method, args, made.type, checked);
     };
   }
   if (spec.disposable) Client.prototype.dispose = dispose;
-  for (const key of [...spec.state, ...spec.mirror]) {
+  for (const key of spec.getters) {
     Object.defineProperty(Client.prototype, key, {
+      // A module or cache the worker could not make (out of memory there)
+      // throws that error from then on, as its calls reject with it.
       get() {
-        if (this.state === null) {
-          throw new MHAError(`${key}: not known until the worker has made this ${spec.noun}; ` +
-                             'await any of its calls first');
-        }
+        if (this.creationError) throw this.creationError;
+        this.checkAlive(`${spec.name}.${key}`);
         return this.state[key];
       },
     });
@@ -244,14 +252,13 @@ const CLIENT_CLASSES = Object.fromEntries(Object.keys(PROXIED).map((type) => [ty
 class ProxiedLibrary extends CLIENT_CLASSES.MHALibrary {
   constructor(connection, info, options, files) {
     super(connection, 0, 'MHALibrary');
-    this.state = {};
     this.info = Object.freeze({ ...info, proxy: true });
     this.restart = () => new Connection(options, files);
   }
 
-  checkLive(method) {
+  checkAlive(method) {
     if (this.connection.dead) this.connection = this.restart();
-    super.checkLive(method);
+    super.checkAlive(method);
   }
 
   // Ends the worker now, even mid-forward (WASM cannot be interrupted

@@ -80,8 +80,7 @@ async function call({ id, target, method, args, create, staged, arrays }) {
   if (made === undefined) return { id, value, states };
   const created = { object: value, type: made.type };
   objects.set(create, created);
-  const createdSpec = PROXIED[made.type];
-  states[create] = stateOf(created, [...createdSpec.state, ...createdSpec.mirror]);
+  states[create] = stateOf(created, PROXIED[made.type].mirror);
   return { id, value: null, states };
 }
 
