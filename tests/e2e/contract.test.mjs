@@ -6,18 +6,35 @@ import { after, before, test } from 'node:test';
 import { MHAError, loadMHA } from '../../web/src/index.js';
 import { CONTRACT_FIXTURE, contractTable, runContract, unexpected } from '../js/helpers/contract_table.js';
 import { loadFixture } from '../js/helpers/fixtures.js';
-import { openTestPage } from './harness.mjs';
+import { ROOT, launchBrowser } from './harness.mjs';
+import { createStaticServer } from '../../scripts/static_server.mjs';
 
 const fixture = loadFixture(CONTRACT_FIXTURE);
 const rows = contractTable(fixture);
 
-let opened;
-before(async () => { opened = await openTestPage('contract'); });
-after(() => opened?.close());
+let server;
+let browser;
+let page;
+const pageErrors = [];
+
+before(async () => {
+  server = createStaticServer(ROOT, { servedDirs: ['web', 'dist', 'tests'] });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  browser = await launchBrowser();
+  page = await browser.context.newPage();
+  page.on('pageerror', (error) => pageErrors.push(error.message));
+  await page.goto(`http://127.0.0.1:${server.address().port}/tests/e2e/pages/contract.html`);
+  await page.waitForFunction(() => document.title === 'ready', null, { timeout: 60_000 });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
 
 test('the contract through the proxy is the calling thread\'s, row by row', async () => {
-  assert.equal(await opened.page.evaluate(() => window.contractTest.info.proxy), true);
-  const proxied = await opened.page.evaluate(() => window.contractTest.run());
+  assert.equal(await page.evaluate(() => window.contractTest.info.proxy), true);
+  const proxied = await page.evaluate(() => window.contractTest.run());
   const inThread = await runContract(await loadMHA(), fixture, MHAError);
   assert.equal(proxied.length, rows.length);
   const differences = rows.flatMap(({ what, expected }, i) => {
@@ -33,7 +50,7 @@ test('the contract through the proxy is the calling thread\'s, row by row', asyn
 
 test('a module the worker cannot allocate: its calls reject, then its getters throw, that error', async () => {
   const { before: known, first, after: then, later, cache } =
-    await opened.page.evaluate(() => window.contractTest.failedInWorker());
+    await page.evaluate(() => window.contractTest.failedInWorker());
   assert.deepEqual(known.value, ['in_proj_weight', 'in_proj_bias', 'out_proj.weight', 'out_proj.bias']);
   const failure = /^createMultiheadAttention: config: not enough memory for the parameters$/;
   for (const error of [first, then, later, cache]) {
@@ -43,5 +60,5 @@ test('a module the worker cannot allocate: its calls reject, then its getters th
 });
 
 test('no uncaught errors on the page', () => {
-  assert.deepEqual(opened.pageErrors, []);
+  assert.deepEqual(pageErrors, []);
 });

@@ -8,7 +8,6 @@ import { join } from 'node:path';
 import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { createStaticServer } from '../../scripts/static_server.mjs';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const RESULTS_DIR = join(ROOT, 'test-results');
@@ -81,27 +80,6 @@ export function useDemoPage({ isolated = true, query = '' } = {}) {
     server?.stop();
   });
   return demo;
-}
-
-// Serves the repository's web/, dist/ and tests/ (cross-origin isolated) and opens
-// tests/e2e/pages/<name>.html in a fresh Chromium, `init` run in the page before its scripts,
-// until the page sets its title to 'ready'. Resolves to { page, pageErrors (its uncaught errors),
-// close }.
-export async function openTestPage(name, { init } = {}) {
-  const server = createStaticServer(ROOT, { servedDirs: ['web', 'dist', 'tests'] });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const browser = await launchBrowser();
-  const close = async () => {
-    await browser.close();
-    server.close();
-  };
-  const page = await browser.context.newPage();
-  const pageErrors = [];
-  page.on('pageerror', (error) => pageErrors.push(error.message));
-  if (init) await page.addInitScript(init);
-  await page.goto(`http://127.0.0.1:${server.address().port}/tests/e2e/pages/${name}.html`);
-  await page.waitForFunction(() => document.title === 'ready', null, { timeout: 60_000 });
-  return { page, pageErrors, close };
 }
 
 export const resultState = (page) =>

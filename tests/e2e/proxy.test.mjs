@@ -9,7 +9,8 @@ import { assertClose, assertMatchesFixture, loadFixture } from '../js/helpers/fi
 import { HOSTILE_FIXTURE, hostileTable } from '../js/helpers/hostile_table.js';
 import { expectedOutput, layoutFixture } from '../js/helpers/layout_fixtures.js';
 import { checkDecoding, decodingFixtures } from '../js/helpers/decoding.js';
-import { openTestPage } from './harness.mjs';
+import { ROOT, launchBrowser } from './harness.mjs';
+import { createStaticServer } from '../../scripts/static_server.mjs';
 
 const fixture = loadFixture(HOSTILE_FIXTURE);
 const table = hostileTable(fixture, { assert, assertClose, assertMatchesFixture });
@@ -17,25 +18,36 @@ const table = hostileTable(fixture, { assert, assertClose, assertMatchesFixture 
 const tensor = (plain) => plain && { data: Float32Array.from(plain.data), shape: plain.shape };
 const result = (plain) => ({ output: tensor(plain.output), weights: tensor(plain.weights) });
 
-let opened;
+let server;
+let browser;
 let page;
+const consoleErrors = [];
+
 before(async () => {
+  server = createStaticServer(ROOT, { servedDirs: ['web', 'dist', 'tests'] });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  browser = await launchBrowser();
+  page = await browser.context.newPage();
+  page.on('pageerror', (error) => consoleErrors.push(error.message));
   // Keeps the Workers the page makes, so that a test can end one from outside.
-  opened = await openTestPage('proxy', {
-    init: () => {
-      const PageWorker = window.Worker;
-      window.createdWorkers = [];
-      window.Worker = class extends PageWorker {
-        constructor(...args) {
-          super(...args);
-          window.createdWorkers.push(this);
-        }
-      };
-    },
+  await page.addInitScript(() => {
+    const PageWorker = window.Worker;
+    window.createdWorkers = [];
+    window.Worker = class extends PageWorker {
+      constructor(...args) {
+        super(...args);
+        window.createdWorkers.push(this);
+      }
+    };
   });
-  ({ page } = opened);
+  await page.goto(`http://127.0.0.1:${server.address().port}/tests/e2e/pages/proxy.html`);
+  await page.waitForFunction(() => document.title === 'ready', null, { timeout: 60_000 });
 });
-after(() => opened?.close());
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
 
 test('the library runs in the worker with threads', async () => {
   const info = await page.evaluate(() => window.proxyTest.info);
@@ -141,5 +153,5 @@ for (const [stop, how] of [['terminateByApi', 'lib.terminate()'], ['terminateFro
 }
 
 test('no uncaught errors on the page', () => {
-  assert.deepEqual(opened.pageErrors, []);
+  assert.deepEqual(consoleErrors, []);
 });
