@@ -6,7 +6,7 @@
 // their own for larger ones. The core leaves its results' addresses and
 // shapes in the frame; they are copied out, then freed.
 import { checkStatus, sharedResult } from './core_call.js';
-import { allocate, copyOutFloat32, heapViews, sourceBytes } from './heap.js';
+import { alignUp, allocate, copyOutFloat32, heapViews, sourceBytes } from './heap.js';
 import { checkShape, numElements } from './validate.js';
 
 // Frame words (uint32). A tensor slot: address (0: absent), rank, 1 for a
@@ -24,10 +24,7 @@ export const FLAG = { needWeights: 1, averageAttnWeights: 2, isCausal: 4, enable
 // 64 KiB holds a decoding step of E = 4096 with its frame; larger calls
 // compute for far longer than an allocation takes.
 const SCRATCH_BYTES = 1 << 16;
-const ALIGN = 16;
 const scratchBlocks = new WeakMap();   // wasm -> address
-
-const aligned = (bytes) => Math.ceil(bytes / ALIGN) * ALIGN;
 
 // tensors: [query, key, value, keyPaddingMask, attnMask], each a validated
 // tensor or mask, or undefined. Reads every `data` and `shape` once (getters
@@ -42,7 +39,7 @@ function layOut(tensors) {
     t.dimWord = words;
     words += t.shape.length;
   }
-  let bytes = aligned(4 * words);
+  let bytes = alignUp(4 * words);
   const copies = new Map();   // data -> { offset, byteLength, source }
   for (const t of read) {
     if (t === undefined) continue;
@@ -52,7 +49,7 @@ function layOut(tensors) {
     if (copy === undefined || copy.byteLength < byteLength) {
       copy = { offset: bytes, byteLength, source: sourceBytes(t.data, byteLength) };
       copies.set(t.data, copy);
-      bytes += aligned(byteLength);
+      bytes += alignUp(byteLength);
     }
     t.offset = copy.offset;
   }

@@ -12,6 +12,11 @@ export function memoryBuffer(wasm) {
   return wasm.wasmMemory ? wasm.wasmMemory.buffer : wasm.HEAPU8.buffer;
 }
 
+// Blocks laid out in the WASM heap and in the proxy's shared buffers start at
+// multiples of 16 bytes, so that a view of any typed array (and SIMD loads)
+// can read them in place.
+export const alignUp = (bytes) => Math.ceil(bytes / 16) * 16;
+
 const views = new WeakMap();
 
 // { u8, u32, f32 }: views of the whole heap that reach at least byte `end`.

@@ -1,15 +1,13 @@
 // The JS face of mha::KVCache (see DESIGN.md, "Decoding: KV cache,
 // grouped-query heads, rotary positions"): keys and values kept across
 // forward calls, all memory allocated at creation.
-import { callCore, checkStatus, sharedResult } from './core_call.js';
+import { checkStatus, newBinding, sharedResult } from './core_call.js';
 import { MHAError } from './errors.js';
+import { Lifetime } from './lifetime.js';
 import { settle } from './settle.js';
 import { checkOptionsObject, checkPositiveInteger, describe } from './validate.js';
 
 const DTYPES = ['float32', 'float16'];
-
-// Frees the C++ cache of a KVCache the user forgot to dispose.
-const forgotten = new FinalizationRegistry((binding) => binding.delete());
 
 // {batchSize, maxLength, dtype} (+ the functional form's `extraKeys`).
 export function checkCacheOptions(options, name, extraKeys = []) {
@@ -61,23 +59,13 @@ export class KVCache {
   // (binding, result) => status.
   constructor(wasm, options, create) {
     this.wasm = wasm;
-    const binding = new wasm.KVCache();
-    try {
-      callCore(wasm, 'createKVCache', (heap, result) => create(binding, result));
-    } catch (error) {
-      binding.delete();
-      throw error;
-    }
-    this.binding = binding;
+    this.life = new Lifetime(this, 'KVCache', newBinding(wasm, wasm.KVCache, 'createKVCache', create));
     this.options = options;
-    forgotten.register(this, binding, this);
   }
 
+  // Its binding; throws once disposed.
   checkAlive(what) {
-    if (this.binding === null) {
-      throw new MHAError(`${what}: expected a live KVCache, received one that was disposed`);
-    }
-    return this.binding;
+    return this.life.check(what);
   }
 
   /** Keys held per batch entry. */
@@ -105,10 +93,7 @@ export class KVCache {
   reset() { return this.truncate(0); }
 
   dispose() {
-    if (this.binding === null) return;
-    forgotten.unregister(this);
-    this.binding.delete();
-    this.binding = null;
+    this.life.end();
   }
 }
 

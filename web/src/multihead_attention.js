@@ -1,9 +1,10 @@
 // The JS face of mha::MultiheadAttention (see DESIGN.md, "JavaScript API").
 import { FLAG, callFrame } from './call_frame.js';
-import { STATUS_OK, callCore } from './core_call.js';
+import { STATUS_OK, callCore, newBinding } from './core_call.js';
 import { MHAError } from './errors.js';
 import { checkConfig, checkModuleCacheOptions, parametersOf } from './config.js';
 import { KVCache, cachesOf, checkCache } from './kv_cache.js';
+import { Lifetime } from './lifetime.js';
 import { settle } from './settle.js';
 import {
   checkBoolean, checkKeyValue, checkMask, checkOptionsObject, checkTensor, describe,
@@ -14,9 +15,6 @@ import {
 
 const FORWARD_KEYS = ['keyPaddingMask', 'attnMask', 'needWeights', 'averageAttnWeights',
   'isCausal', 'cache'];
-
-// Frees the C++ module of a MultiheadAttention the user forgot to dispose.
-const forgotten = new FinalizationRegistry((binding) => binding.delete());
 
 // The checks below are the JS-visible ones, also run by the proxy's client so
 // that bad input throws in the caller's thread.
@@ -64,17 +62,9 @@ export class MultiheadAttention {
     this.wasm = wasm;
     // The core's config, checked as the core checks it.
     this.config = checkConfig(config);
-    const binding = new wasm.MultiheadAttention();
-    try {
-      callCore(wasm, 'createMultiheadAttention', (heap, result) =>
-        binding.create(this.config, result));
-    } catch (error) {
-      binding.delete();
-      throw error;
-    }
-    this.binding = binding;
+    this.life = new Lifetime(this, 'module', newBinding(wasm, wasm.MultiheadAttention,
+      'createMultiheadAttention', (binding, result) => binding.create(this.config, result)));
     this.parameterSpecs = parametersOf(this.config);
-    forgotten.register(this, binding, this);
   }
 
   // [{name, shape}]: the state_dict entries this configuration has.
@@ -83,11 +73,9 @@ export class MultiheadAttention {
     return this.parameterSpecs;
   }
 
+  // Its binding; throws once disposed.
   checkAlive(what) {
-    if (this.binding === null) {
-      throw new MHAError(`${what}: expected a live module, received one that was disposed`);
-    }
-    return this.binding;
+    return this.life.check(what);
   }
 
   // state_dict: {name: Float32Array | {data, shape}}; the module under
@@ -153,9 +141,6 @@ export class MultiheadAttention {
   }
 
   dispose() {
-    if (this.binding === null) return;
-    forgotten.unregister(this);
-    this.binding.delete();
-    this.binding = null;
+    this.life.end();
   }
 }

@@ -12,6 +12,7 @@
 // In a message, each array is { [ARRAY]: index } and the message carries either
 // `staged: { buffer, views: [[type, byteOffset, length], ...] }` or `arrays: [copies]`.
 import { MHAError } from './errors.js';
+import { alignUp } from './heap.js';
 
 export const ARRAY = '__mhaArray';
 
@@ -19,14 +20,11 @@ export const ARRAY = '__mhaArray';
 // any other view in a call (a subclass, a DataView) sends the whole call by clone.
 const TYPES = new Set(['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array',
   'Int32Array', 'Uint32Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array']);
-const ALIGN = 16;
 const MIN_STAGING_BYTES = 1 << 16;
 // Staging buffers up to this size (a W6 forward's 8 MB of inputs) are kept for the next call;
 // a larger one (a checkpoint's bytes for loadSafetensors) is made to measure and dropped after
 // its call, so that the page does not hold it for good.
 const KEEP_BYTES = 1 << 24;
-
-const alignUp = (bytes) => Math.ceil(bytes / ALIGN) * ALIGN;
 
 export function builtinType(array) {
   const name = array.constructor?.name;

@@ -10,10 +10,8 @@ import { MHAError } from './errors.js';
 import { ARRAY, ArraySender, checkAttached } from './proxy_arrays.js';
 import { ClientChannel, KIND } from './proxy_channel.js';
 import { HANDLE, PROXIED } from './proxy_table.js';
+import { Lifetime } from './lifetime.js';
 import { moduleWorkerUrl } from './env_browser.js';
-
-// Objects the caller forgot to dispose: released in the worker when collected.
-const forgotten = new FinalizationRegistry(({ connection, handle }) => connection.release(handle));
 
 function toError({ name, message }) {
   if (name === 'MHAError') return new MHAError(message);
@@ -173,18 +171,18 @@ class ProxiedObject {
     this.checked = checked;
     this.state = PROXIED[type].known?.(checked) ?? {};
     this.creationError = null;  // the error that kept the worker from creating it
-    this.disposed = false;
+    // A disposable one is released in the worker by dispose(), or once collected.
+    if (PROXIED[type].disposable) {
+      this.life = new Lifetime(this, PROXIED[type].noun, { connection, handle }, release);
+    }
     // checkCache's `ours`: a KVCache of the same worker.
     this.ours = (cache) => cache instanceof ProxiedObject && cache.type === 'KVCache' &&
       cache.connection === this.connection;
   }
 
-  // As the in-thread classes' checkAlive: a disposed object throws.
+  // As the in-thread classes': a disposed object throws.
   checkAlive(method) {
-    if (this.disposed) {
-      throw new MHAError(`${method}: expected a live ${PROXIED[this.type].noun}, received one ` +
-                         'that was disposed');
-    }
+    this.life?.check(method);
   }
 
   call(method, args) {
@@ -197,17 +195,15 @@ class ProxiedObject {
     const connection = this.connection;
     const created = new CLIENT_CLASSES[type](connection, connection.nextHandle++, type, checked);
     connection.send(this, method, args, created).catch((error) => { created.creationError = error; });
-    forgotten.register(created, { connection, handle: created.handle }, created);
     return created;
   }
 }
 
-// Frees the object in the worker after the calls sent before (no reply).
+// Frees an object in the worker after the calls sent before (no reply).
+const release = ({ connection, handle }) => connection.release(handle);
+
 function dispose() {
-  if (this.disposed) return;
-  this.disposed = true;
-  forgotten.unregister(this);
-  this.connection.release(this.handle);
+  this.life.end();
 }
 
 // One client class per table entry: its methods check, then send.
