@@ -124,15 +124,44 @@ class CallResult {
 };
 
 // A call frame: uint32 words that web/src/call_frame.js writes into the heap
-// before a forward or scaledDotProductAttention call and reads after it (the
-// two files must agree on this layout). Tensor slots hold (address or 0 when
-// absent, rank, 1 for a bool mask, index of the slot's first dim in the
-// frame); the dims follow the fixed words. The results are (address, rank,
-// kMaxResultRank dims) each.
+// before a forward or scaledDotProductAttention call and reads after it; this
+// class is the layout's one definition, which JS reads from Layout(). Tensor
+// slots hold (address or 0 when absent, rank, 1 for a bool mask, index of the
+// slot's first dim in the frame); the dims follow the fixed words. The results
+// are (address, rank, kMaxResultRank dims) each.
 class Frame {
  public:
   enum Slot { kQuery, kKey, kValue, kKeyPaddingMask, kAttnMask };
   enum Flag : uint32_t { kNeedWeights = 1, kAverageAttnWeights = 2, kIsCausal = 4, kEnableGqa = 8 };
+
+  // {slots: [JS names in Slot order], slotWords, flags: {JS name: bit}, flagsWord, scaleWord,
+  // outputWord, weightsWord, maxResultRank, fixedWords}.
+  static val Layout() {
+    val layout = val::object();
+    val slots = val::array();
+    for (const char* name : {"query", "key", "value", "keyPaddingMask", "attnMask"}) {
+      slots.call<void>("push", std::string(name));
+    }
+    layout.set("slots", slots);
+    val flags = val::object();
+    for (const auto& [name, bit] : {std::make_pair("needWeights", kNeedWeights),
+                                    std::make_pair("averageAttnWeights", kAverageAttnWeights),
+                                    std::make_pair("isCausal", kIsCausal),
+                                    std::make_pair("enableGqa", kEnableGqa)}) {
+      flags.set(name, static_cast<uint32_t>(bit));
+    }
+    layout.set("flags", flags);
+    for (const auto& [name, words] : {std::make_pair("slotWords", kSlotWords),
+                                      std::make_pair("flagsWord", kFlags),
+                                      std::make_pair("scaleWord", kScale),
+                                      std::make_pair("outputWord", kOutput),
+                                      std::make_pair("weightsWord", kWeights),
+                                      std::make_pair("maxResultRank", kMaxResultRank),
+                                      std::make_pair("fixedWords", kFixedWords)}) {
+      layout.set(name, words);
+    }
+    return layout;
+  }
 
   explicit Frame(uintptr_t address) : words_(reinterpret_cast<uint32_t*>(address)) {}
 
@@ -165,6 +194,7 @@ class Frame {
   static constexpr int kOutput = 22;
   static constexpr int kMaxResultRank = 4;
   static constexpr int kWeights = kOutput + 2 + kMaxResultRank;
+  static constexpr int kFixedWords = kWeights + 2 + kMaxResultRank;
 
   const uint32_t* SlotWords(Slot slot) const { return words_ + kSlotWords * slot; }
   Shape ShapeOf(const uint32_t* s) const {
@@ -424,6 +454,7 @@ EMSCRIPTEN_BINDINGS(mha) {
   emscripten::function("scaledDotProductAttention", &ScaledDotProductAttentionBinding,
                        emscripten::allow_raw_pointers());
   emscripten::function("listAttentionModules", &ListAttentionModulesBinding);
+  emscripten::function("frameLayout", &Frame::Layout);
   emscripten::class_<CallResult>("CallResult")
       .constructor<>()
       .function("message", &CallResult::message)

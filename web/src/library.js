@@ -1,5 +1,5 @@
 // What loadMHA() resolves to: one instantiated WASM build and its thread pool.
-import { FLAG, callFrame } from './call_frame.js';
+import { callFrame } from './call_frame.js';
 import { callCore } from './core_call.js';
 import { memoryBuffer } from './heap.js';
 import { KVCache, cachesOf, checkCache, checkCacheOptions, checkCacheSize } from './kv_cache.js';
@@ -29,8 +29,10 @@ export function checkSdpa(query, key, value, options, ours) {
     throw new MHAError(`scale: expected a positive number (or undefined for ` +
                        `1/sqrt(E)), received ${describe(o.scale)}`);
   }
-  const flags = (checkBoolean(o.isCausal, 'isCausal', false) ? FLAG.isCausal : 0) |
-    (checkBoolean(o.enableGqa, 'enableGqa', false) ? FLAG.enableGqa : 0);
+  const flags = {
+    isCausal: checkBoolean(o.isCausal, 'isCausal', false),
+    enableGqa: checkBoolean(o.enableGqa, 'enableGqa', false),
+  };
   // The core takes 0 as "default".
   return { attnMask, flags, scale: o.scale ?? 0, cache: checkCache(cache, ours) };
 }
@@ -86,7 +88,7 @@ export class MHALibrary {
     const { attnMask, flags, scale, cache } = checkSdpa(query, key, value, options,
       cachesOf(this.wasm));
     return settle(() => callFrame(this.wasm, 'scaledDotProductAttention',
-      [query, key ?? undefined, value ?? undefined, undefined, attnMask], flags, scale,
+      { query, key, value, attnMask }, flags, scale,
       // Checked again: the copy reads each tensor's getters once more.
       (frame, result) => this.wasm.scaledDotProductAttention(frame,
         cache?.checkAlive('cache') ?? null, result)).output);

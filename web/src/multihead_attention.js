@@ -1,5 +1,5 @@
 // The JS face of mha::MultiheadAttention (see DESIGN.md, "JavaScript API").
-import { FLAG, callFrame } from './call_frame.js';
+import { callFrame } from './call_frame.js';
 import { STATUS_OK, callCore, newBinding } from './core_call.js';
 import { MHAError } from './errors.js';
 import { checkConfig, checkModuleCacheOptions, parametersOf } from './config.js';
@@ -49,9 +49,11 @@ export function checkForward(query, key, value, options, ours) {
   return {
     keyPaddingMask: checkMask(o.keyPaddingMask, 'keyPaddingMask'),
     attnMask: checkMask(o.attnMask, 'attnMask'),
-    flags: (checkBoolean(o.needWeights, 'needWeights', true) ? FLAG.needWeights : 0) |
-      (checkBoolean(o.averageAttnWeights, 'averageAttnWeights', true) ? FLAG.averageAttnWeights : 0) |
-      (checkBoolean(o.isCausal, 'isCausal', false) ? FLAG.isCausal : 0),
+    flags: {
+      needWeights: checkBoolean(o.needWeights, 'needWeights', true),
+      averageAttnWeights: checkBoolean(o.averageAttnWeights, 'averageAttnWeights', true),
+      isCausal: checkBoolean(o.isCausal, 'isCausal', false),
+    },
     cache: checkCache(cache, ours),
   };
 }
@@ -134,7 +136,7 @@ export class MultiheadAttention {
     // Again: a getter of an option or a tensor may have disposed the module.
     this.checkAlive('forward');
     return settle(() => callFrame(this.wasm, 'forward',
-      [query, key ?? undefined, value ?? undefined, keyPaddingMask, attnMask], flags, 0,
+      { query, key, value, keyPaddingMask, attnMask }, flags, 0,
       // And again: the copy reads each tensor's getters once more.
       (frame, result) => this.checkAlive('forward').forward(frame,
         cache?.checkAlive('cache') ?? null, result)));
