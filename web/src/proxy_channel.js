@@ -42,8 +42,9 @@ function jsonExact(value) {
 // with a copy they took 4-6 µs more per message than this loop (a forward's 250 characters). The
 // message read carries `staged: { buffer, views }` for its arrays, as proxy_arrays.js reads them.
 class Mailbox {
-  constructor(buffer, at) {
+  constructor(buffer, at, pause) {
     this.buffer = buffer;
+    this.pause = pause;
     this.words = new Int32Array(buffer, at, WORDS);
     this.payloadAt = at + WORDS * 4;
     this.payload = new Uint8Array(buffer, this.payloadAt, CAPACITY);
@@ -80,6 +81,7 @@ class Mailbox {
   post(kind) {
     Atomics.store(this.words, 1, kind);
     Atomics.add(this.words, 0, 1);
+    this.pause('notify');
     Atomics.notify(this.words, 0);
   }
 
@@ -94,12 +96,14 @@ class Mailbox {
   }
 }
 
-// The client's mailboxes: requests out, replies in.
+// The client's mailboxes: requests out, replies in. `pause(point)` runs where the worker may
+// run meanwhile (a test delays there).
 export class ClientChannel {
-  constructor() {
+  constructor(pause = () => {}) {
     this.buffer = new SharedArrayBuffer(2 * (WORDS * 4 + CAPACITY));
-    this.requests = new Mailbox(this.buffer, REQUEST);
-    this.replies = new Mailbox(this.buffer, REPLY);
+    this.pause = pause;
+    this.requests = new Mailbox(this.buffer, REQUEST, pause);
+    this.replies = new Mailbox(this.buffer, REPLY, pause);
   }
 
   // Writes a request (see Mailbox.write), then calls `receive` with its reply, its arrays copied
@@ -109,6 +113,7 @@ export class ClientChannel {
     // Before writing: the worker may answer before waitAsync below is called.
     const seen = Atomics.load(this.replies.words, 0);
     if (!this.requests.write(message, arrays)) return false;
+    this.pause('wait');
     const wait = Atomics.waitAsync(this.replies.words, 0, seen);
     const read = () => {
       if (!current()) return;
@@ -127,14 +132,16 @@ export class ClientChannel {
 
 // The worker's side of the same buffer.
 export class WorkerChannel {
-  constructor(buffer) {
-    this.requests = new Mailbox(buffer, REQUEST);
-    this.replies = new Mailbox(buffer, REPLY);
+  constructor(buffer, pause) {
+    this.pause = pause;
+    this.requests = new Mailbox(buffer, REQUEST, pause);
+    this.replies = new Mailbox(buffer, REPLY, pause);
     this.seen = 0;
   }
 
   // Sleeps until the client posts; { kind, message? }, its arrays read in place.
   nextRequest() {
+    this.pause('wait');
     Atomics.wait(this.requests.words, 0, this.seen);
     this.seen = Atomics.load(this.requests.words, 0);
     return this.requests.read();
@@ -154,4 +161,43 @@ function liftArrays(value, arrays) {
   if (Array.isArray(value)) return value.map((v) => liftArrays(v, arrays));
   if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return value;
   return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, liftArrays(v, arrays)]));
+}
+
+// The worker's message loop: answers each message, one at a time in the order sent (a call waits
+// for the load and for every call sent before it, as it would in the caller's thread).
+// `load(message)` answers { op: 'load', channel? } and `answer(message)` the calls; `transfer(reply)`
+// lists the buffers handed over with a reply by postMessage. With a channel the loop sleeps on it
+// between messages: each comes in it, or by postMessage when it says so, and is answered the way
+// it came (by postMessage when the reply does not fit). `pause` as for ClientChannel.
+// A failure of the loop's own (a call's errors are replies) is thrown outside the chain: it
+// reaches the page's onerror, which rejects the pending calls, where a rejected queue would leave
+// them waiting.
+export function serveWorker(port, { load, answer, transfer }, pause = () => {}) {
+  let channel = null;
+  const handle = async (message) => {
+    if (message.op === 'load') {
+      if (message.channel) channel = new WorkerChannel(message.channel, pause);
+      return port.postMessage(await load(message));
+    }
+    const reply = await answer(message);
+    port.postMessage(reply, transfer(reply));
+  };
+  // Answers the channel's messages until one comes by postMessage.
+  const serve = async () => {
+    for (;;) {
+      const { kind, message } = channel.nextRequest();
+      if (kind === KIND.posted) return;
+      const reply = await answer(message);
+      if (!channel.reply(reply)) {
+        port.postMessage(reply, transfer(reply));
+        pause('marker');
+        channel.replies.post(KIND.posted);
+      }
+    }
+  };
+  let queue = Promise.resolve();
+  port.onmessage = ({ data }) => {
+    queue = queue.then(() => handle(data)).then(() => channel && serve())
+      .catch((error) => setTimeout(() => { throw error; }));
+  };
 }

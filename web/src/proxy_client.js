@@ -49,12 +49,13 @@ const sharedMemory = () => globalThis.crossOriginIsolated === true && typeof Sha
   typeof Atomics.waitAsync === 'function';
 
 // One worker and the calls pending in it. With a channel (proxy_channel.js), one message is in
-// the worker at a time: the others wait in `queue`, their arrays copied at call time.
-class Connection {
-  constructor(options, files) {
+// the worker at a time: the others wait in `queue`, their arrays copied at call time. (A test
+// passes its own channel.)
+export class Connection {
+  constructor(options, files, channel = sharedMemory() ? new ClientChannel() : null) {
     this.pending = new Map();   // id -> { resolve, reject, objects, message, arrays, staging }
     this.arrays = new ArraySender();
-    this.channel = sharedMemory() ? new ClientChannel() : null;
+    this.channel = channel;
     this.queue = [];
     this.inFlight = null;
     this.nextId = 1;
@@ -152,6 +153,7 @@ class Connection {
     }
     if (call.arrays !== null) this.pack(call);
     this.worker.postMessage(call.message);
+    this.channel.pause('marker');
     this.channel.requests.post(KIND.posted);
   }
 
