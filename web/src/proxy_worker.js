@@ -5,9 +5,9 @@
 //   { op: 'call', id, target, method, args, create? }
 //                                             -> { op: 'reply', id, value | error, states }
 //   { op: 'release', id, target }             (dispose)  -> { op: 'reply', id, states }
-// With a channel (proxy_channel.js; `channel` is its buffer in the load message) the worker
-// sleeps on it between messages: each comes in it, or by postMessage when it says so, and is
-// answered the way it came (by postMessage when the reply does not fit).
+// With a channel (proxy_channel.js; `channel` is its buffer in the load message) the calls come
+// through it as well, or by postMessage when it says so; proxy_channel.js states that protocol
+// and runs the loop (serveWorker).
 // Objects are addressed by handle (0 = the library); `create` is the handle
 // the client chose for the object a `creates` method returns.
 import * as env from './env_browser.js';
