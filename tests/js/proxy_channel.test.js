@@ -4,8 +4,8 @@
 // the channel's capacity (so some go by postMessage), many queued, with delays at every point
 // where the other side can run (the channel's `pause` hook: between a store and its notify,
 // after a postMessage and before its marker, before each wait), on both sides. No call may hang
-// (each is given BOUND_MS) or receive another call's reply; a worker that dies mid-call rejects
-// the call in the channel and those queued.
+// (each is given BOUND_MS) or receive another call's reply; the worker's event loop runs between
+// calls; a worker that dies mid-call rejects the call in the channel and those queued.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Worker as NodeWorker } from 'node:worker_threads';
@@ -107,6 +107,17 @@ describe('the proxy channel', () => {
       }
     });
   }
+
+  test("the worker's event loop runs between calls (its timers, finalizers, Emscripten's messages)", async () => {
+    const connection = await connect(9, 0);
+    try {
+      await bounded(connection.send(LIBRARY, 'schedule', []), 'schedule');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal(await bounded(connection.send(LIBRARY, 'fired', []), 'fired'), true);
+    } finally {
+      connection.die('the test is over');
+    }
+  });
 
   for (const method of ['exit', 'crash']) {
     test(`a worker that dies mid-call (${method}) rejects the call in the channel and those queued`, async () => {

@@ -3,6 +3,7 @@
 // Calls: echo(token, array, replyLength, work) -> { token, got: [length, first, last], data } with
 // `data` a Float32Array of `replyLength` copies of `token`; `work` > 0 awaits that many ms first.
 // exit() ends the thread mid-call; crash() throws outside the loop's answers (a failure of its own).
+// schedule() sets a timer; fired() says whether it has run since (the event loop ran between calls).
 import { parentPort, workerData } from 'node:worker_threads';
 import { placeArrays, receivedArrays } from '../../../web/src/proxy_arrays.js';
 import { serveWorker } from '../../../web/src/proxy_channel.js';
@@ -21,12 +22,23 @@ async function echo(token, array, replyLength, work) {
   return { token, got, data: new Float32Array(replyLength).fill(token) };
 }
 
+let fired = null;
+const calls = {
+  echo,
+  exit: () => process.exit(3),
+  crash: () => { throw new Error('the fake engine crashed'); },
+  schedule: () => {
+    fired = false;
+    setTimeout(() => { fired = true; });
+    return null;
+  },
+  fired: () => fired,
+};
+
 async function answer(message) {
   if (message.op === 'release') return { op: 'reply', id: message.id, states: {} };
   const args = placeArrays(message.args, receivedArrays(message));
-  if (message.method === 'exit') process.exit(3);
-  if (message.method === 'crash') throw new Error('the fake engine crashed');
-  return { op: 'reply', id: message.id, value: await echo(...args), states: {} };
+  return { op: 'reply', id: message.id, value: await calls[message.method](...args), states: {} };
 }
 
 serveWorker(port, {
