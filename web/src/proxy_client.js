@@ -8,7 +8,7 @@
 // one (objects made in the old one are lost).
 import { MHAError } from './errors.js';
 import { ARRAY, ArraySender, checkAttached } from './proxy_arrays.js';
-import { ClientChannel, KIND } from './proxy_channel.js';
+import { ClientChannel } from './proxy_channel.js';
 import { HANDLE, PROXIED } from './proxy_table.js';
 import { Lifetime } from './lifetime.js';
 import { moduleWorkerUrl } from './env_browser.js';
@@ -46,13 +46,15 @@ function encode(value, objects, path, arrays) {
 const sharedMemory = () => globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function' &&
   typeof Atomics.waitAsync === 'function';
 
-// One worker and the calls pending in it. With a channel (proxy_channel.js), one message is in
-// the worker at a time: the others wait in `queue`, their arrays copied at call time.
-class Connection {
-  constructor(options, files) {
+// One worker and the calls pending in it, each named by an id (increasing). With a channel
+// (proxy_channel.js, whose comment states the protocol), one call is in the worker at a time:
+// the others wait in `queue`, their arrays copied at call time, and go by postMessage. A reply
+// settles its call by its id, whichever way it came. (A test passes its own channel.)
+export class Connection {
+  constructor(options, files, channel = sharedMemory() ? new ClientChannel() : null) {
     this.pending = new Map();   // id -> { resolve, reject, objects, message, arrays, staging }
     this.arrays = new ArraySender();
-    this.channel = sharedMemory() ? new ClientChannel() : null;
+    this.channel = channel;
     this.queue = [];
     this.inFlight = null;
     this.nextId = 1;
@@ -107,6 +109,7 @@ class Connection {
     this.pending.clear();
     this.queue = [];
     this.inFlight = null;
+    this.channel?.interrupt();
   }
 
   // Sends target.method(...args); `created` is the object a `creates` method returns.
@@ -126,12 +129,10 @@ class Connection {
   // Posts `call`, or queues it behind the one in flight with its arrays copied now.
   post(call) {
     this.pending.set(call.message.id, call);
-    if (this.channel === null || this.inFlight !== null) this.pack(call);
-    if (this.channel === null) this.worker.postMessage(call.message);
-    else {
-      this.queue.push(call);
-      this.dispatch();
-    }
+    if (this.channel === null) return this.postMessage(call);
+    if (this.inFlight !== null) this.pack(call);
+    this.queue.push(call);
+    this.dispatch();
   }
 
   pack(call) {
@@ -140,17 +141,21 @@ class Connection {
     call.arrays = null;
   }
 
-  // The next queued call to the worker: through the channel when it can carry it.
+  // Sends `call` by postMessage, its arrays staged or cloned (proxy_arrays.js).
+  postMessage(call) {
+    if (call.arrays !== null) this.pack(call);
+    this.worker.postMessage(call.message);
+  }
+
+  // The next queued call to the worker, through the channel. A reply read from the channel is
+  // received here; one by postMessage in onmessage. A call that could not be sent (its message
+  // could not be cloned) is answered with that error, and the next goes on.
   dispatch() {
     if (this.inFlight !== null || this.queue.length === 0) return;
     const call = this.inFlight = this.queue.shift();
-    if (call.arrays !== null &&
-        this.channel.call(call.message, call.arrays, () => this.inFlight === call, (reply) => this.receive(reply))) {
-      return;
-    }
-    if (call.arrays !== null) this.pack(call);
-    this.worker.postMessage(call.message);
-    this.channel.requests.post(KIND.posted);
+    this.channel.call(call.message, call.arrays, () => this.postMessage(call), () => this.inFlight === call)
+      .then((reply) => reply && this.receive(reply),
+        ({ name, message }) => this.receive({ id: call.message.id, error: { name, message }, states: {} }));
   }
 
   release(handle) {
