@@ -16,17 +16,15 @@
 // of an earlier message, or a marker of an earlier call, cannot be taken for the one awaited.
 // Neither side writes a mailbox again before the other has answered what it holds, so a reader
 // reads it in the turn that finds the id it awaits (the client only while that call is in flight).
+import { alignUp } from './heap.js';
 import { ARRAY, builtinType, placeArrays, receivedArrays } from './proxy_arrays.js';
 
 const CAPACITY = 1 << 16;    // payload bytes per mailbox: a decoding step of E = 4096 fits
 const WORDS = 4;             // [id, kind, JSON code units, arrays bytes]
-const ALIGN = 16;
 const REQUEST = 0;
 const REPLY = WORDS * 4 + CAPACITY;
 
 const KIND = { message: 1, posted: 2 };
-
-const alignUp = (bytes) => Math.ceil(bytes / ALIGN) * ALIGN;
 
 // Whether JSON.parse(JSON.stringify(value)) equals value (plain data only).
 function jsonExact(value) {
