@@ -119,6 +119,23 @@ describe('the proxy channel', () => {
     }
   });
 
+  for (const channel of [true, false]) {
+    test(`a call that cannot be sent rejects and leaves nothing pending (${channel ? 'with' : 'without'} a channel)`, async () => {
+      workerData = { seed: 2, pauseRate: 0 };
+      const connection = new Connection({}, { proxyWorker: FAKE_WORKER.href },
+        channel ? new ClientChannel() : null);
+      try {
+        await bounded(connection.loaded, 'the load');
+        await assert.rejects(bounded(connection.send(LIBRARY, 'echo', [() => 1]), 'the uncloneable call'),
+          (error) => error.name === 'DataCloneError');
+        assert.equal(connection.pending.size, 0);
+        await echo(connection, lcg(4), 2);
+      } finally {
+        connection.die('the test is over');
+      }
+    });
+  }
+
   for (const method of ['exit', 'crash']) {
     test(`a worker that dies mid-call (${method}) rejects the call in the channel and those queued`, async () => {
       const random = lcg(3);

@@ -129,10 +129,22 @@ export class Connection {
   // Posts `call`, or queues it behind the one in flight with its arrays copied now.
   post(call) {
     this.pending.set(call.message.id, call);
-    if (this.channel === null) return this.postMessage(call);
+    if (this.channel === null) {
+      try {
+        this.postMessage(call);
+      } catch (error) {
+        this.fail(call, error);
+      }
+      return;
+    }
     if (this.inFlight !== null) this.pack(call);
     this.queue.push(call);
     this.dispatch();
+  }
+
+  // Answers `call`, which could not be sent (its message could not be cloned), with that error.
+  fail(call, { name, message }) {
+    this.receive({ id: call.message.id, error: { name, message }, states: {} });
   }
 
   pack(call) {
@@ -148,14 +160,13 @@ export class Connection {
   }
 
   // The next queued call to the worker, through the channel. A reply read from the channel is
-  // received here; one by postMessage in onmessage. A call that could not be sent (its message
-  // could not be cloned) is answered with that error, and the next goes on.
+  // received here; one by postMessage in onmessage. A call that could not be sent fails, and the
+  // next goes on.
   dispatch() {
     if (this.inFlight !== null || this.queue.length === 0) return;
     const call = this.inFlight = this.queue.shift();
     this.channel.call(call.message, call.arrays, () => this.postMessage(call), () => this.inFlight === call)
-      .then((reply) => reply && this.receive(reply),
-        ({ name, message }) => this.receive({ id: call.message.id, error: { name, message }, states: {} }));
+      .then((reply) => reply && this.receive(reply), (error) => this.fail(call, error));
   }
 
   release(handle) {
