@@ -3,29 +3,34 @@
 #define MHA_SRC_ALIGNED_BUFFER_H_
 
 #include <cstddef>
+#include <memory>
 #include <new>
-#include <utility>
 
-#include "hwy/aligned_allocator.h"
+#include "hwy/aligned_allocator.h"  // HWY_ALIGNMENT
 
 namespace mha {
 
 class AlignedBuffer {
  public:
   // Returns at least n floats (contents unspecified). Throws std::bad_alloc.
+  // Memory comes from the aligned operator new, like every other allocation
+  // of a call, so one replacement of it (tests/native/alloc_failure_test.cc)
+  // can make any of them fail.
   float* Get(size_t n) {
     if (n > capacity_) {
       // Keep the old buffer if the new one cannot be had.
-      auto grown = hwy::AllocateAligned<float>(n);
-      if (!grown) throw std::bad_alloc();
-      data_ = std::move(grown);
+      data_.reset(static_cast<float*>(
+          ::operator new(n * sizeof(float), std::align_val_t{HWY_ALIGNMENT})));
       capacity_ = n;
     }
     return data_.get();
   }
 
  private:
-  hwy::AlignedFreeUniquePtr<float[]> data_;
+  struct Free {
+    void operator()(float* p) const { ::operator delete(p, std::align_val_t{HWY_ALIGNMENT}); }
+  };
+  std::unique_ptr<float[], Free> data_;
   size_t capacity_ = 0;
 };
 
