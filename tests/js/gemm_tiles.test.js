@@ -1,11 +1,13 @@
-// The GEMM register tile inside WebAssembly: the one chosen at load for this
-// host, named by lib.info. The binding has no hook to force another (a test
-// hook does not ship): every tile runs against every PyTorch fixture on
-// every native Highway target in tests/native/mha_fixture_test.cc
-// (EveryGemmTileMatchesPyTorch) and against a reference GEMM, tails included,
-// in tests/native/kernels_test.cc; in WebAssembly the chosen tile runs every
-// fixture in fixtures.test.js.
+// The GEMM register tiles inside WebAssembly: the one chosen at load for this
+// host, named by lib.info, and every tile the kernels ship against the
+// reference GEMM (tails included) in a test-only WebAssembly program
+// (tests/wasm/kernel_check.cc, built by build_wasm.sh, never in dist/): the
+// binding has no hook to force a tile. Natively every tile also runs every
+// PyTorch fixture on every Highway target (tests/native/mha_fixture_test.cc);
+// in WebAssembly the chosen tile runs every fixture in fixtures.test.js.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { loadMHA } from '../../web/src/index.js';
 import { BUILDS } from './helpers/builds.js';
@@ -18,6 +20,17 @@ describe('GEMM tiles', () => {
     const expected = { x64: '4x2v', ia32: '4x2v', arm64: '8x2v', arm: '8x2v' }[process.arch];
     if (expected) assert.equal(lib.info.gemmTile, expected);
     assert.ok(TILES.includes(lib.info.gemmTile), lib.info.gemmTile);
+  });
+
+  test('every tile matches the reference GEMM in WebAssembly', () => {
+    const program = fileURLToPath(new URL('../../build/wasm-simd/kernel_check.cjs', import.meta.url));
+    const lines = execFileSync(process.execPath, [program], { encoding: 'utf8' }).trim().split('\n');
+    const results = lines.map((line) => JSON.parse(line));
+    assert.deepEqual(results.map((r) => r.tile), TILES);
+    for (const r of results) {
+      assert.equal(r.target, 'WASM');
+      assert.equal(r.error, '', `${r.tile}: ${r.error}`);
+    }
   });
 
   for (const build of BUILDS) {
