@@ -50,12 +50,28 @@ TEST_P(KernelTest, ChosenGemmTileIsOneOfTheTiles) {
   EXPECT_TRUE(listed) << chosen;
 }
 
-// x as float16 bits, and x rounded to them in place.
+// Random keys and values (rows `k_stride` / `v_stride` floats apart) and,
+// when `half`, their float16 bits, the floats then rounded to them (what the
+// reference must see).
+struct Keys {
+  std::vector<float> k, v;
+  std::vector<uint16_t> k16, v16;
+};
+
 std::vector<uint16_t> StoreAsHalves(std::vector<float>* x) {
   std::vector<uint16_t> halves(x->size());
   mha::kernels::FloatToHalf(x->data(), x->size(), halves.data());
   mha::kernels::HalfToFloat(halves.data(), x->size(), x->data());
   return halves;
+}
+
+Keys RandomKeys(size_t keys, size_t k_stride, size_t v_stride, bool half, uint32_t seed) {
+  Keys r{RandomVector(keys * k_stride, seed), RandomVector(keys * v_stride, seed + 1), {}, {}};
+  if (half) {
+    r.k16 = StoreAsHalves(&r.k);
+    r.v16 = StoreAsHalves(&r.v);
+  }
+  return r;
 }
 
 struct AttentionCase {
@@ -76,13 +92,9 @@ void CheckAttention(const AttentionCase& c, uint32_t seed) {
   const std::vector<float> q = RandomVector(c.queries * q_stride, seed),
                            ek = RandomVector(c.extra * c.qk_dim, seed + 3),
                            ev = RandomVector(c.extra * c.v_dim, seed + 4);
-  std::vector<float> k = RandomVector(c.keys * k_stride, seed + 1),
-                     v = RandomVector(c.keys * v_stride, seed + 2);
-  std::vector<uint16_t> k16, v16;
-  if (c.half) {  // the reference sees the stored halves
-    k16 = StoreAsHalves(&k);
-    v16 = StoreAsHalves(&v);
-  }
+  const Keys stored = RandomKeys(c.keys, k_stride, v_stride, c.half, seed + 1);
+  const std::vector<float>& k = stored.k;
+  const std::vector<float>& v = stored.v;
   std::vector<float> mask = RandomVector(c.queries * c.keys, seed + 5), key_bias(c.keys, 0.0f);
   for (size_t i = 0; i < mask.size(); i += 5) mask[i] = neg_inf;
   // Pad every key of the first 64-key tile except key 0 and the last two keys.
@@ -123,8 +135,8 @@ void CheckAttention(const AttentionCase& c, uint32_t seed) {
   ReferenceAttention(h, &expected_out, &expected_weights);
   if (c.half) {
     h.k = h.v = nullptr;
-    h.k_half = k16.data();
-    h.v_half = v16.data();
+    h.k_half = stored.k16.data();
+    h.v_half = stored.v16.data();
   }
   auto scratch = hwy::AllocateAligned<float>(mha::kernels::AttentionScratchSize(h));
   // Two query ranges, as two threads would split them.
@@ -196,20 +208,16 @@ void CheckDecode(const DecodeCase& c, uint32_t seed) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
   const size_t k_stride = c.qk_dim + 3, v_stride = c.v_dim + 1, rows = c.heads * c.queries;
   const std::vector<float> q = RandomVector(rows * c.qk_dim, seed);
-  std::vector<float> k = RandomVector(c.keys * k_stride, seed + 1),
-                     v = RandomVector(c.keys * v_stride, seed + 2);
-  std::vector<uint16_t> k16, v16;
-  if (c.half) {  // the reference sees the stored halves
-    k16 = StoreAsHalves(&k);
-    v16 = StoreAsHalves(&v);
-  }
+  const Keys stored = RandomKeys(c.keys, k_stride, v_stride, c.half, seed + 1);
+  const std::vector<float>& k = stored.k;
+  const std::vector<float>& v = stored.v;
   std::vector<float> mask = RandomVector(rows * c.keys, seed + 3), key_bias(c.keys, 0.0f);
   for (size_t i = 0; i < mask.size(); i += 7) mask[i] = neg_inf;
   for (size_t j = 1; j < c.keys; j += 3) key_bias[j] = neg_inf;
   const size_t offset = c.keys - c.queries;  // the queries are the last positions
   mha::kernels::DecodeGroup g;
-  g.k = c.half ? static_cast<const void*>(k16.data()) : k.data();
-  g.v = c.half ? static_cast<const void*>(v16.data()) : v.data();
+  g.k = c.half ? static_cast<const void*>(stored.k16.data()) : k.data();
+  g.v = c.half ? static_cast<const void*>(stored.v16.data()) : v.data();
   g.half = c.half;
   g.k_stride = k_stride;
   g.v_stride = v_stride;
