@@ -12,7 +12,7 @@
 // lock it: calls on one cache run one at a time, in the order they lock it.
 //
 // What the core does with a cache (appending, reading) is in
-// src/kv_cache_internal.h, not part of the API.
+// src/core/kv_cache_internal.h, not part of the API.
 #ifndef MHA_SRC_KV_CACHE_H_
 #define MHA_SRC_KV_CACHE_H_
 
@@ -58,7 +58,7 @@ class KVCache {
   void Reset() { Truncate(0); }
 
  private:
-  friend class KVCacheAccess;  // the core's side (src/kv_cache_internal.h)
+  friend class KVCacheAccess;  // the core's side (src/core/kv_cache_internal.h)
   struct State;                // storage, length and lock
   KVCache(const KVCacheConfig& config, uint64_t owner);
 

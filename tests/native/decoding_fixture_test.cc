@@ -11,8 +11,8 @@
 
 #include "gtest/gtest.h"
 #include "hwy/tests/hwy_gtest.h"
-#include "src/decode_attention.h"
-#include "src/json.h"
+#include "src/attention/decode_attention.h"
+#include "src/io/json.h"
 #include "src/kv_cache.h"
 #include "src/multihead_attention.h"
 #include "tests/native/fixture.h"

@@ -9,7 +9,7 @@
 #include <iterator>
 #include <sstream>
 
-#include "src/json.h"
+#include "src/io/json.h"
 
 namespace mha_test {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "src/multihead_attention.h"
-#include "src/safetensors.h"
+#include "src/io/safetensors.h"
 #include "src/status.h"
 #include "src/tensor.h"
 

@@ -1,6 +1,6 @@
 // A grow-only, vector-aligned float buffer: steady-state calls reuse it.
-#ifndef MHA_SRC_ALIGNED_BUFFER_H_
-#define MHA_SRC_ALIGNED_BUFFER_H_
+#ifndef MHA_SRC_ATTENTION_ALIGNED_BUFFER_H_
+#define MHA_SRC_ATTENTION_ALIGNED_BUFFER_H_
 
 #include <cstddef>
 #include <memory>
@@ -36,4 +36,4 @@ class AlignedBuffer {
 
 }  // namespace mha
 
-#endif  // MHA_SRC_ALIGNED_BUFFER_H_
+#endif  // MHA_SRC_ATTENTION_ALIGNED_BUFFER_H_

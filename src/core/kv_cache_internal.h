@@ -1,8 +1,8 @@
 // The core's side of mha::KVCache (src/kv_cache.h): its storage and lock,
 // appending and reading keys. Used by MultiheadAttention::Forward and
 // ScaledDotProductAttention; not part of the API.
-#ifndef MHA_SRC_KV_CACHE_INTERNAL_H_
-#define MHA_SRC_KV_CACHE_INTERNAL_H_
+#ifndef MHA_SRC_CORE_KV_CACHE_INTERNAL_H_
+#define MHA_SRC_CORE_KV_CACHE_INTERNAL_H_
 
 #include <atomic>
 #include <cstddef>
@@ -106,4 +106,4 @@ class KVCacheAccess {
 
 }  // namespace mha
 
-#endif  // MHA_SRC_KV_CACHE_INTERNAL_H_
+#endif  // MHA_SRC_CORE_KV_CACHE_INTERNAL_H_

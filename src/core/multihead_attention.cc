@@ -7,8 +7,8 @@
 #include <new>
 #include <set>
 
-#include "src/kv_cache_internal.h"
-#include "src/multihead_attention_impl.h"
+#include "src/core/kv_cache_internal.h"
+#include "src/core/multihead_attention_impl.h"
 
 namespace mha {
 

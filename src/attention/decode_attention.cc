@@ -1,4 +1,4 @@
-#include "src/decode_attention.h"
+#include "src/attention/decode_attention.h"
 
 #include <algorithm>
 #include <atomic>

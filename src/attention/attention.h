@@ -1,11 +1,11 @@
 // Policy around the attention kernel: masks to additive form, and running
 // many (batch, head) problems across the pool in query chunks.
-#ifndef MHA_SRC_ATTENTION_H_
-#define MHA_SRC_ATTENTION_H_
+#ifndef MHA_SRC_ATTENTION_ATTENTION_H_
+#define MHA_SRC_ATTENTION_ATTENTION_H_
 
 #include <vector>
 
-#include "src/aligned_buffer.h"
+#include "src/attention/aligned_buffer.h"
 #include "src/kernels/kernels.h"
 #include "src/tensor.h"
 #include "src/thread_pool.h"
@@ -20,7 +20,7 @@ const float* AdditiveMask(const MaskView& mask, uint8_t masked_value, std::vecto
 // The kernel that runs a call's heads, decided once per call from its
 // shape by the call's checks (its plan) and obeyed by RunAttentionHeads.
 enum class AttentionKernel {
-  kDecode,   // few query rows, no weights, no extra keys: src/decode_attention.h
+  kDecode,   // few query rows, no weights, no extra keys: src/attention/decode_attention.h
   kFlash,    // kernels::Attention in query chunks, online softmax
   kWeights,  // kernels::Attention in query chunks, weights materialised
 };
@@ -36,4 +36,4 @@ void RunAttentionHeads(const std::vector<kernels::AttentionHead>& heads, Attenti
 
 }  // namespace mha
 
-#endif  // MHA_SRC_ATTENTION_H_
+#endif  // MHA_SRC_ATTENTION_ATTENTION_H_

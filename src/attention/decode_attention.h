@@ -1,12 +1,12 @@
 // Policy around the decode kernel (src/kernels/decode_attention-inl.h):
 // which heads share their keys, how the keys split
 // over the pool (flash-decoding), and when a call is too small to share.
-#ifndef MHA_SRC_DECODE_ATTENTION_H_
-#define MHA_SRC_DECODE_ATTENTION_H_
+#ifndef MHA_SRC_ATTENTION_DECODE_ATTENTION_H_
+#define MHA_SRC_ATTENTION_DECODE_ATTENTION_H_
 
 #include <vector>
 
-#include "src/aligned_buffer.h"
+#include "src/attention/aligned_buffer.h"
 #include "src/kernels/kernels.h"
 #include "src/thread_pool.h"
 
@@ -30,4 +30,4 @@ size_t DecodeSplitCalls();
 
 }  // namespace mha
 
-#endif  // MHA_SRC_DECODE_ATTENTION_H_
+#endif  // MHA_SRC_ATTENTION_DECODE_ATTENTION_H_

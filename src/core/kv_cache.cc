@@ -6,7 +6,7 @@
 #include <string>
 
 #include "src/kernels/kernels.h"
-#include "src/kv_cache_internal.h"
+#include "src/core/kv_cache_internal.h"
 #include "src/tensor.h"
 
 namespace mha {

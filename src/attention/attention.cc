@@ -1,10 +1,10 @@
-#include "src/attention.h"
+#include "src/attention/attention.h"
 
 #include <algorithm>
 #include <limits>
 #include <vector>
 
-#include "src/decode_attention.h"
+#include "src/attention/decode_attention.h"
 
 namespace mha {
 namespace {

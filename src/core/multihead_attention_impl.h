@@ -1,16 +1,16 @@
 // The private state of MultiheadAttention, shared by its two source files.
-#ifndef MHA_SRC_MULTIHEAD_ATTENTION_IMPL_H_
-#define MHA_SRC_MULTIHEAD_ATTENTION_IMPL_H_
+#ifndef MHA_SRC_CORE_MULTIHEAD_ATTENTION_IMPL_H_
+#define MHA_SRC_CORE_MULTIHEAD_ATTENTION_IMPL_H_
 
 #include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "src/aligned_buffer.h"
-#include "src/attention.h"
+#include "src/attention/aligned_buffer.h"
+#include "src/attention/attention.h"
 #include "src/kernels/kernels.h"
-#include "src/linear.h"
+#include "src/attention/linear.h"
 #include "src/multihead_attention.h"
 
 namespace mha {
@@ -60,4 +60,4 @@ struct MultiheadAttention::Impl {
 
 }  // namespace mha
 
-#endif  // MHA_SRC_MULTIHEAD_ATTENTION_IMPL_H_
+#endif  // MHA_SRC_CORE_MULTIHEAD_ATTENTION_IMPL_H_

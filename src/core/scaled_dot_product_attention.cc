@@ -6,8 +6,8 @@
 #include <mutex>
 #include <new>
 
-#include "src/attention.h"
-#include "src/kv_cache_internal.h"
+#include "src/attention/attention.h"
+#include "src/core/kv_cache_internal.h"
 #include "src/multihead_attention.h"
 
 namespace mha {

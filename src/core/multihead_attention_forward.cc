@@ -5,12 +5,12 @@
 #include <exception>
 #include <limits>
 
-#include "src/attention.h"
-#include "src/kv_cache_internal.h"
-#include "src/linear.h"
+#include "src/attention/attention.h"
+#include "src/core/kv_cache_internal.h"
+#include "src/attention/linear.h"
 #include "src/multihead_attention.h"
-#include "src/multihead_attention_impl.h"
-#include "src/rotary.h"
+#include "src/core/multihead_attention_impl.h"
+#include "src/attention/rotary.h"
 
 namespace mha {
 namespace {
