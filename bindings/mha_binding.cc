@@ -447,8 +447,6 @@ EMSCRIPTEN_BINDINGS(mha) {
   emscripten::function("initialize", &Initialize);
   emscripten::function("info", &Info);
   emscripten::function("heapInfo", &HeapInfo);
-  // Tests and benchmarks: force a GEMM register tile (rows; 0: the chosen one).
-  emscripten::function("setGemmTileRows", &kernels::SetGemmTileRows);
   emscripten::function("allocate", &Allocate);
   emscripten::function("free", &Free);
   emscripten::function("scaledDotProductAttention", &ScaledDotProductAttentionBinding,

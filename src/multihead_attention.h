@@ -63,11 +63,11 @@
 #include <vector>
 
 #include "src/kv_cache.h"
-#include "src/safetensors.h"
+#include "src/io/safetensors.h"
 #include "src/status.h"
 #include "src/tensor.h"
 #include "src/thread_pool.h"
-#include "src/weight_layouts.h"
+#include "src/io/weight_layouts.h"
 
 namespace mha {
 

@@ -83,8 +83,9 @@ struct AttentionHead {
   float* weights = nullptr;
   size_t weights_stride = 0;
 
-  // Instead of k and v: IEEE float16 rows (strides in elements), which only
-  // the decode kernel reads (a float16 KV cache; see DecodeShaped).
+  // Instead of k and v: IEEE float16 rows (strides in elements), a float16
+  // KV cache's. The decode kernel converts each sub-block and Attention each
+  // key tile as it reads them.
   const uint16_t* k_half = nullptr;
   const uint16_t* v_half = nullptr;
 

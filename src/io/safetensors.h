@@ -1,7 +1,7 @@
 // A bounds-checked reader for the .safetensors format
 // (8-byte little-endian header length, JSON header, raw little-endian data).
-#ifndef MHA_SRC_SAFETENSORS_H_
-#define MHA_SRC_SAFETENSORS_H_
+#ifndef MHA_SRC_IO_SAFETENSORS_H_
+#define MHA_SRC_IO_SAFETENSORS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -71,4 +71,4 @@ Status ToFloat32(const std::string& name, const SafetensorsEntry& entry, std::ve
 
 }  // namespace mha
 
-#endif  // MHA_SRC_SAFETENSORS_H_
+#endif  // MHA_SRC_IO_SAFETENSORS_H_

@@ -9,8 +9,8 @@
 //               transposed) + c_proj (Conv1D).
 // Names and shapes only: MultiheadAttention reads the data
 // (multihead_attention_weights.cc, with the mapping of weight_plan.h).
-#ifndef MHA_SRC_WEIGHT_LAYOUTS_H_
-#define MHA_SRC_WEIGHT_LAYOUTS_H_
+#ifndef MHA_SRC_IO_WEIGHT_LAYOUTS_H_
+#define MHA_SRC_IO_WEIGHT_LAYOUTS_H_
 
 #include <cstdint>
 #include <map>
@@ -85,4 +85,4 @@ std::vector<AttentionModuleInfo> ListAttentionModules(const ShapeMap& tensors);
 
 }  // namespace mha
 
-#endif  // MHA_SRC_WEIGHT_LAYOUTS_H_
+#endif  // MHA_SRC_IO_WEIGHT_LAYOUTS_H_

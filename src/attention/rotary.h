@@ -1,8 +1,8 @@
 // Rotary positions (RoPE) for MultiheadAttention: the angle tables, computed
 // in double precision, and their application to projected rows by the
 // rotary kernel (src/kernels/rotary-inl.h).
-#ifndef MHA_SRC_ROTARY_H_
-#define MHA_SRC_ROTARY_H_
+#ifndef MHA_SRC_ATTENTION_ROTARY_H_
+#define MHA_SRC_ATTENTION_ROTARY_H_
 
 #include <cstddef>
 #include <vector>
@@ -21,4 +21,4 @@ void RotateRows(const RotaryConfig& rotary, float* x, size_t ld, size_t seq_len,
 
 }  // namespace mha
 
-#endif  // MHA_SRC_ROTARY_H_
+#endif  // MHA_SRC_ATTENTION_ROTARY_H_

@@ -1,4 +1,4 @@
-#include "src/json.h"
+#include "src/io/json.h"
 
 #include <cstdlib>
 #include <new>

@@ -1,4 +1,4 @@
-#include "src/rotary.h"
+#include "src/attention/rotary.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "src/weight_plan.h"
+#include "src/io/weight_plan.h"
 
 #include <algorithm>
 #include <cstring>

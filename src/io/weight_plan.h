@@ -2,8 +2,8 @@
 // parameters: which tensor, which rows, transposed (Conv1D) or not, and zero
 // biases where the checkpoint has none. Every shape is checked against the
 // module's configuration first, and errors name the checkpoint's tensor.
-#ifndef MHA_SRC_WEIGHT_PLAN_H_
-#define MHA_SRC_WEIGHT_PLAN_H_
+#ifndef MHA_SRC_IO_WEIGHT_PLAN_H_
+#define MHA_SRC_IO_WEIGHT_PLAN_H_
 
 #include <cstdint>
 #include <map>
@@ -12,7 +12,7 @@
 
 #include "src/status.h"
 #include "src/tensor.h"
-#include "src/weight_layouts.h"
+#include "src/io/weight_layouts.h"
 
 namespace mha {
 
@@ -60,4 +60,4 @@ void Assemble(const ParameterRecipe& recipe, const ShapeMap& tensors,
 
 }  // namespace mha
 
-#endif  // MHA_SRC_WEIGHT_PLAN_H_
+#endif  // MHA_SRC_IO_WEIGHT_PLAN_H_

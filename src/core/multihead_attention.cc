@@ -7,7 +7,8 @@
 #include <new>
 #include <set>
 
-#include "src/multihead_attention_impl.h"
+#include "src/core/kv_cache_internal.h"
+#include "src/core/multihead_attention_impl.h"
 
 namespace mha {
 
@@ -129,7 +130,7 @@ Status MultiheadAttention::CreateKVCache(int64_t batch_size, int64_t max_length,
   c.v_head_dim = config_.v_head_dim;
   c.max_length = max_length;
   c.dtype = dtype;
-  return KVCache::CreateOwned(c, impl_->id, out);
+  return KVCacheAccess::Create(c, impl_->id, out);
 }
 
 std::vector<ParameterSpec> MultiheadAttention::Parameters() const {

@@ -2,8 +2,8 @@
 // Internal: not part of the public API. It never throws (std::bad_alloc is
 // caught and returned as a Status) and limits nesting depth so that hostile
 // input cannot exhaust the stack.
-#ifndef MHA_SRC_JSON_H_
-#define MHA_SRC_JSON_H_
+#ifndef MHA_SRC_IO_JSON_H_
+#define MHA_SRC_IO_JSON_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -45,4 +45,4 @@ const char* TypeName(Type type);
 }  // namespace json
 }  // namespace mha
 
-#endif  // MHA_SRC_JSON_H_
+#endif  // MHA_SRC_IO_JSON_H_

@@ -1,6 +1,7 @@
-#include "src/decode_attention.h"
+#include "src/attention/decode_attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 namespace mha {
@@ -15,6 +16,9 @@ constexpr size_t kMinKeysPerRange = 128;
 // Ranges per thread: items are claimed dynamically, so a few per thread even
 // out threads slowed by other load.
 constexpr size_t kRangesPerThread = 4;
+
+std::atomic<size_t> g_forced_keys_per_range{0};  // SetDecodeSplitForTesting
+std::atomic<size_t> g_split_calls{0};
 
 bool SameKeys(const AttentionHead& a, const AttentionHead& b) {
   return a.k == b.k && a.v == b.v && a.k_half == b.k_half && a.v_half == b.v_half &&
@@ -56,10 +60,6 @@ size_t AttendedKeys(const DecodeGroup& g) {
 
 }  // namespace
 
-bool DecodeShaped(size_t queries, bool need_weights, size_t num_extra) {
-  return !need_weights && num_extra == 0 && queries > 0 && queries <= kernels::kMaxDecodeRows;
-}
-
 void RunDecodeHeads(const std::vector<AttentionHead>& heads, ThreadPool* pool,
                     AlignedBuffer* scratch) {
   // Grow-only, one per calling thread; the pool's threads read this one.
@@ -82,13 +82,17 @@ void RunDecodeHeads(const std::vector<AttentionHead>& heads, ThreadPool* pool,
     scratch_size = std::max(scratch_size, kernels::DecodeScratchSize(g));
     work += g.num_rows * g.num_keys * (g.qk_dim + g.v_dim);
   }
-  pool = SharedPool(pool, work);
+  const size_t forced = g_forced_keys_per_range.load(std::memory_order_relaxed);
+  if (forced == 0) pool = SharedPool(pool, work);
+  const size_t min_keys = forced != 0 ? forced : kMinKeysPerRange;
   const size_t threads = pool != nullptr ? pool->num_threads() : 1;
-  // Ranges per group: enough items for every thread, few keys each no less
-  // than kMinKeysPerRange.
-  const size_t wanted = (threads * kRangesPerThread + groups.size() - 1) / groups.size();
+  // Ranges per group: enough items for every thread (two at least when
+  // forced), few keys each no less than min_keys.
+  const size_t wanted = std::max<size_t>(
+      forced != 0 ? 2 : 1, (threads * kRangesPerThread + groups.size() - 1) / groups.size());
   const size_t max_keys = total_keys / groups.size() + 1;
-  const size_t ranges = threads == 1 ? 1 : std::max<size_t>(1, std::min(wanted, max_keys / kMinKeysPerRange));
+  const size_t ranges = threads == 1 ? 1 : std::max<size_t>(1, std::min(wanted, max_keys / min_keys));
+  if (ranges > 1) g_split_calls.fetch_add(1, std::memory_order_relaxed);
   state_size = (state_size + 15) / 16 * 16;
   scratch_size = (scratch_size + 63) / 64 * 64;
   float* states = scratch->Get(groups.size() * ranges * state_size + threads * scratch_size);
@@ -111,5 +115,11 @@ void RunDecodeHeads(const std::vector<AttentionHead>& heads, ThreadPool* pool,
     kernels::DecodeMerge(groups[i], states + i * ranges * state_size, ranges, state_size);
   }
 }
+
+void SetDecodeSplitForTesting(size_t min_keys_per_range) {
+  g_forced_keys_per_range.store(min_keys_per_range, std::memory_order_relaxed);
+}
+
+size_t DecodeSplitCalls() { return g_split_calls.load(std::memory_order_relaxed); }
 
 }  // namespace mha

@@ -1,11 +1,11 @@
 // Projections y = x W^T + b (PyTorch nn.Linear) as tiled GEMMs over the pool.
-#ifndef MHA_SRC_LINEAR_H_
-#define MHA_SRC_LINEAR_H_
+#ifndef MHA_SRC_ATTENTION_LINEAR_H_
+#define MHA_SRC_ATTENTION_LINEAR_H_
 
 #include <cstddef>
 #include <vector>
 
-#include "src/aligned_buffer.h"
+#include "src/attention/aligned_buffer.h"
 #include "src/thread_pool.h"
 
 namespace mha {
@@ -50,4 +50,4 @@ class PackedLinear {
 
 }  // namespace mha
 
-#endif  // MHA_SRC_LINEAR_H_
+#endif  // MHA_SRC_ATTENTION_LINEAR_H_

@@ -1,4 +1,4 @@
-#include "src/weight_layouts.h"
+#include "src/io/weight_layouts.h"
 
 #include <algorithm>
 #include <cctype>

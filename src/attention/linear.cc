@@ -1,4 +1,4 @@
-#include "src/linear.h"
+#include "src/attention/linear.h"
 
 #include <algorithm>
 

@@ -1,9 +1,12 @@
 #include "src/kv_cache.h"
 
+#include <new>
+
 #include <cstring>
 #include <string>
 
 #include "src/kernels/kernels.h"
+#include "src/core/kv_cache_internal.h"
 #include "src/tensor.h"
 
 namespace mha {
@@ -12,12 +15,19 @@ const char* KVCacheDtypeName(KVCacheDtype dtype) {
   return dtype == KVCacheDtype::kFloat16 ? "float16" : "float32";
 }
 
+KVCache::KVCache(const KVCacheConfig& config, uint64_t owner)
+    : config_(config), owner_(owner), state_(new State) {}
+
+KVCache::~KVCache() = default;
+
+int64_t KVCache::length() const { return state_->length.load(std::memory_order_acquire); }
+
 Status KVCache::Create(const KVCacheConfig& config, std::unique_ptr<KVCache>* out) {
-  return CreateOwned(config, 0, out);
+  return KVCacheAccess::Create(config, 0, out);
 }
 
-Status KVCache::CreateOwned(const KVCacheConfig& config, uint64_t owner,
-                            std::unique_ptr<KVCache>* out) {
+Status KVCacheAccess::Create(const KVCacheConfig& config, uint64_t owner,
+                             std::unique_ptr<KVCache>* out) {
   const KVCacheConfig& c = config;
   const std::pair<const char*, int64_t> dims[] = {
       {"batch_size", c.batch_size}, {"num_kv_heads", c.num_kv_heads}, {"head_dim", c.head_dim},
@@ -39,14 +49,19 @@ Status KVCache::CreateOwned(const KVCacheConfig& config, uint64_t owner,
                                std::to_string(c.max_length) +
                                ": its storage would exceed the address space");
   }
-  std::unique_ptr<KVCache> cache(new (std::nothrow) KVCache(config, owner));
-  if (cache == nullptr) return Status::OutOfMemory("cache: not enough memory");
+  std::unique_ptr<KVCache> cache;
+  try {
+    cache.reset(new KVCache(config, owner));
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("cache: not enough memory");
+  }
+  KVCache::State& state = *cache->state_;
   const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(c.num_kv_heads);
   const size_t key_elements = n * static_cast<size_t>(c.head_dim);
   const size_t value_elements = n * static_cast<size_t>(c.v_head_dim);
-  cache->keys_ = hwy::AllocateAligned<uint8_t>(key_elements * element_size);
-  cache->values_ = hwy::AllocateAligned<uint8_t>(value_elements * element_size);
-  if (!cache->keys_ || !cache->values_) {
+  state.keys = hwy::AllocateAligned<uint8_t>(key_elements * element_size);
+  state.values = hwy::AllocateAligned<uint8_t>(value_elements * element_size);
+  if (!state.keys || !state.values) {
     return Status::OutOfMemory("cache: not enough memory for max_length " +
                                std::to_string(c.max_length) + " (" +
                                std::to_string((key_elements + value_elements) * element_size) +
@@ -57,31 +72,31 @@ Status KVCache::CreateOwned(const KVCacheConfig& config, uint64_t owner,
 }
 
 Status KVCache::Truncate(int64_t length) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (length < 0 || length > length_) {
-    return Status::InvalidArgument("truncate: expected a length in [0, " +
-                                   std::to_string(length_) + "] (the keys the cache holds), got " +
-                                   std::to_string(length));
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  const int64_t held = state_->length.load(std::memory_order_relaxed);
+  if (length < 0 || length > held) {
+    return Status::InvalidArgument("truncate: expected a length in [0, " + std::to_string(held) +
+                                   "] (the keys the cache holds), got " + std::to_string(length));
   }
-  length_ = length;
+  state_->length.store(length, std::memory_order_release);
   return Status::Ok();
 }
 
-std::string KVCache::Describe() const {
-  const KVCacheConfig& c = config_;
+std::string KVCacheAccess::Describe(const KVCache& cache) {
+  const KVCacheConfig& c = cache.config_;
   return "cache (batch_size " + std::to_string(c.batch_size) + ", num_kv_heads " +
          std::to_string(c.num_kv_heads) + ", head_dim " + std::to_string(c.head_dim) +
          ", v_head_dim " + std::to_string(c.v_head_dim) + ", max_length " +
          std::to_string(c.max_length) + ", " + KVCacheDtypeName(c.dtype) + ", holding " +
-         std::to_string(length_) + ")";
+         std::to_string(cache.length()) + ")";
 }
 
-Status KVCache::CheckAppend(int64_t new_keys) const {
-  if (new_keys > config_.max_length - length_) {
+Status KVCacheAccess::CheckAppend(const KVCache& cache, int64_t new_keys) {
+  const int64_t held = cache.length(), max_length = cache.config_.max_length;
+  if (new_keys > max_length - held) {
     return Status::InvalidArgument("cache: appending " + std::to_string(new_keys) +
-                                   " keys to a cache holding " + std::to_string(length_) +
-                                   " would exceed its max_length " +
-                                   std::to_string(config_.max_length) +
+                                   " keys to a cache holding " + std::to_string(held) +
+                                   " would exceed its max_length " + std::to_string(max_length) +
                                    "; the cache is left as it was");
   }
   return Status::Ok();
@@ -98,7 +113,7 @@ void Store(const float* src, size_t count, KVCacheDtype dtype, uint8_t* dst) {
   }
 }
 
-void WriteRows(const KVCache::NewRows& rows, size_t new_keys, const KVCacheConfig& c,
+void WriteRows(const NewKVRows& rows, size_t new_keys, const KVCacheConfig& c,
                size_t head_dim, size_t start, uint8_t* storage) {
   const size_t heads = static_cast<size_t>(c.num_kv_heads);
   const size_t element = c.dtype == KVCacheDtype::kFloat16 ? 2 : 4;
@@ -117,45 +132,33 @@ void WriteRows(const KVCache::NewRows& rows, size_t new_keys, const KVCacheConfi
 
 }  // namespace
 
-void KVCache::Write(const NewRows& keys, const NewRows& values, size_t new_keys) {
-  const size_t start = static_cast<size_t>(length_);
-  WriteRows(keys, new_keys, config_, static_cast<size_t>(config_.head_dim), start, keys_.get());
-  WriteRows(values, new_keys, config_, static_cast<size_t>(config_.v_head_dim), start,
-            values_.get());
+void KVCacheAccess::Write(KVCache& cache, const NewKVRows& keys, const NewKVRows& values,
+                          size_t new_keys) {
+  const KVCacheConfig& c = cache.config_;
+  const size_t start = static_cast<size_t>(cache.length());
+  WriteRows(keys, new_keys, c, static_cast<size_t>(c.head_dim), start, cache.state_->keys.get());
+  WriteRows(values, new_keys, c, static_cast<size_t>(c.v_head_dim), start,
+            cache.state_->values.get());
 }
 
-KVCache::Rows KVCache::Read(size_t length, bool half_ok, AlignedBuffer* scratch) const {
-  const size_t heads = static_cast<size_t>(config_.num_kv_heads);
-  const size_t kd = static_cast<size_t>(config_.head_dim), vd = static_cast<size_t>(config_.v_head_dim);
-  const bool convert = config_.dtype == KVCacheDtype::kFloat16 && !half_ok;
-  // Rows per (entry, head) block: the storage's, or the converted copy's.
-  const size_t block = convert ? length : static_cast<size_t>(config_.max_length);
-  Rows rows;
-  rows.k_step = kd;
-  rows.k_head = block * kd;
+KVRows KVCacheAccess::Read(const KVCache& cache) {
+  const KVCacheConfig& c = cache.config_;
+  const size_t heads = static_cast<size_t>(c.num_kv_heads), max_length = static_cast<size_t>(c.max_length);
+  KVRows rows;
+  rows.k_step = static_cast<size_t>(c.head_dim);
+  rows.k_head = max_length * rows.k_step;
   rows.k_batch = heads * rows.k_head;
-  rows.v_step = vd;
-  rows.v_head = block * vd;
+  rows.v_step = static_cast<size_t>(c.v_head_dim);
+  rows.v_head = max_length * rows.v_step;
   rows.v_batch = heads * rows.v_head;
-  if (config_.dtype == KVCacheDtype::kFloat32) {
-    rows.keys = reinterpret_cast<const float*>(keys_.get());
-    rows.values = reinterpret_cast<const float*>(values_.get());
-  } else if (half_ok) {
-    rows.keys_half = reinterpret_cast<const uint16_t*>(keys_.get());
-    rows.values_half = reinterpret_cast<const uint16_t*>(values_.get());
+  const uint8_t* keys = cache.state_->keys.get();
+  const uint8_t* values = cache.state_->values.get();
+  if (c.dtype == KVCacheDtype::kFloat16) {
+    rows.keys_half = reinterpret_cast<const uint16_t*>(keys);
+    rows.values_half = reinterpret_cast<const uint16_t*>(values);
   } else {
-    const size_t blocks = static_cast<size_t>(config_.batch_size) * heads;
-    const size_t max_length = static_cast<size_t>(config_.max_length);
-    float* keys = scratch->Get(blocks * length * (kd + vd) + 1);
-    float* values = keys + blocks * length * kd;
-    const uint16_t* k16 = reinterpret_cast<const uint16_t*>(keys_.get());
-    const uint16_t* v16 = reinterpret_cast<const uint16_t*>(values_.get());
-    for (size_t b = 0; b < blocks; ++b) {
-      kernels::HalfToFloat(k16 + b * max_length * kd, length * kd, keys + b * length * kd);
-      kernels::HalfToFloat(v16 + b * max_length * vd, length * vd, values + b * length * vd);
-    }
-    rows.keys = keys;
-    rows.values = values;
+    rows.keys = reinterpret_cast<const float*>(keys);
+    rows.values = reinterpret_cast<const float*>(values);
   }
   return rows;
 }

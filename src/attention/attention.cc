@@ -1,10 +1,10 @@
-#include "src/attention.h"
+#include "src/attention/attention.h"
 
 #include <algorithm>
 #include <limits>
 #include <vector>
 
-#include "src/decode_attention.h"
+#include "src/attention/decode_attention.h"
 
 namespace mha {
 namespace {
@@ -69,11 +69,16 @@ const float* AdditiveMask(const MaskView& mask, uint8_t masked_value, std::vecto
   return storage->data();
 }
 
-void RunAttentionHeads(const std::vector<kernels::AttentionHead>& heads, ThreadPool* pool,
-                       AlignedBuffer* scratch) {
+AttentionKernel ChooseAttentionKernel(size_t queries, bool need_weights, size_t num_extra) {
+  if (need_weights) return AttentionKernel::kWeights;
+  const bool decode = num_extra == 0 && queries > 0 && queries <= kernels::kMaxDecodeRows;
+  return decode ? AttentionKernel::kDecode : AttentionKernel::kFlash;
+}
+
+void RunAttentionHeads(const std::vector<kernels::AttentionHead>& heads, AttentionKernel kernel,
+                       ThreadPool* pool, AlignedBuffer* scratch) {
   if (heads.empty()) return;
-  const kernels::AttentionHead& first = heads[0];
-  if (DecodeShaped(first.num_queries, first.weights != nullptr, first.num_extra)) {
+  if (kernel == AttentionKernel::kDecode) {
     RunDecodeHeads(heads, pool, scratch);
     return;
   }

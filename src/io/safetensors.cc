@@ -1,4 +1,4 @@
-#include "src/safetensors.h"
+#include "src/io/safetensors.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <new>
 #include <utility>
 
-#include "src/json.h"
+#include "src/io/json.h"
 
 namespace mha {
 namespace {

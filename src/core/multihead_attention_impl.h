@@ -1,18 +1,28 @@
 // The private state of MultiheadAttention, shared by its two source files.
-#ifndef MHA_SRC_MULTIHEAD_ATTENTION_IMPL_H_
-#define MHA_SRC_MULTIHEAD_ATTENTION_IMPL_H_
+#ifndef MHA_SRC_CORE_MULTIHEAD_ATTENTION_IMPL_H_
+#define MHA_SRC_CORE_MULTIHEAD_ATTENTION_IMPL_H_
 
 #include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "src/aligned_buffer.h"
+#include "src/attention/aligned_buffer.h"
+#include "src/attention/attention.h"
 #include "src/kernels/kernels.h"
-#include "src/linear.h"
+#include "src/attention/linear.h"
 #include "src/multihead_attention.h"
 
 namespace mha {
+
+// A forward call as its checks found it: its dims and the attention kernel
+// that runs it, decided once here.
+struct ForwardPlan {
+  bool batched = false;
+  int64_t L = 0, S = 0, N = 1;  // S: new keys (the key argument's rows)
+  int64_t P = 0;                // keys in the cache before the call
+  AttentionKernel kernel = AttentionKernel::kFlash;
+};
 
 // Parameters, their packed forms and the reusable per-forward buffers.
 struct MultiheadAttention::Impl {
@@ -34,7 +44,7 @@ struct MultiheadAttention::Impl {
   PackedLinear q_proj, k_proj, v_proj, qkv_proj, out_proj;
 
   std::mutex mutex;  // one Forward at a time: buffers below are shared
-  AlignedBuffer qkv, attn, extras, head_weights, scratch, cache_scratch;
+  AlignedBuffer qkv, attn, extras, head_weights, scratch;
   std::vector<float> kpm_storage, mask_storage, rotary_table;
   std::vector<kernels::AttentionHead> heads;
   std::vector<size_t> live_keys;                // per batch entry
@@ -42,12 +52,12 @@ struct MultiheadAttention::Impl {
   int64_t embed_dim = 0, kdim = 0, vdim = 0;
 
   // The forward pass on validated inputs (multihead_attention_forward.cc).
-  // Throws std::bad_alloc when buffers cannot grow.
-  void Run(const MultiheadAttentionConfig& c, bool batched, int64_t L, int64_t S, int64_t N,
-           const TensorView& query, const TensorView& key, const TensorView& value,
-           const ForwardOptions& options, ForwardResult* result, ThreadPool* pool);
+  // Throws std::bad_alloc when buffers cannot grow, leaving the cache as it was.
+  void Run(const MultiheadAttentionConfig& c, const ForwardPlan& plan, const TensorView& query,
+           const TensorView& key, const TensorView& value, const ForwardOptions& options,
+           ForwardResult* result, ThreadPool* pool);
 };
 
 }  // namespace mha
 
-#endif  // MHA_SRC_MULTIHEAD_ATTENTION_IMPL_H_
+#endif  // MHA_SRC_CORE_MULTIHEAD_ATTENTION_IMPL_H_

@@ -6,8 +6,8 @@
 #include <mutex>
 #include <new>
 
-#include "src/attention.h"
-#include "src/decode_attention.h"
+#include "src/attention/attention.h"
+#include "src/core/kv_cache_internal.h"
 #include "src/multihead_attention.h"
 
 namespace mha {
@@ -55,22 +55,23 @@ struct SdpaDims {
   int64_t B = 0, H = 1, L = 0, E = 0;  // query (B, H, L, E)
   int64_t Hkv = 1, S = 0, Ev = 0;      // key (B, Hkv, S, E), value (B, Hkv, S, Ev): new rows
   int64_t P = 0;                       // cached keys before the call
+  AttentionKernel kernel = AttentionKernel::kFlash;  // decided once, by CheckSdpa
 };
 
 Status CheckCache(const KVCache& cache, const SdpaDims& d) {
-  if (cache.owner() != 0) {
-    return Status::InvalidArgument(cache.Describe() + " belongs to a MultiheadAttention module; "
+  if (KVCacheAccess::Owner(cache) != 0) {
+    return Status::InvalidArgument(KVCacheAccess::Describe(cache) + " belongs to a MultiheadAttention module; "
                                    "scaled_dot_product_attention takes a cache from createKVCache");
   }
   const KVCacheConfig& c = cache.config();
   if (c.batch_size != d.B || c.num_kv_heads != d.Hkv || c.head_dim != d.E ||
       c.v_head_dim != d.Ev) {
     return Status::InvalidArgument(
-        cache.Describe() + " does not match this call: query, key and value give batch_size " +
+        KVCacheAccess::Describe(cache) + " does not match this call: query, key and value give batch_size " +
         std::to_string(d.B) + ", num_kv_heads " + std::to_string(d.Hkv) + ", head_dim " +
         std::to_string(d.E) + ", v_head_dim " + std::to_string(d.Ev));
   }
-  return cache.CheckAppend(d.S);
+  return KVCacheAccess::CheckAppend(cache, d.S);
 }
 
 Status CheckSdpa(const TensorView& query, const TensorView& key, const TensorView& value,
@@ -123,7 +124,7 @@ Status CheckSdpa(const TensorView& query, const TensorView& key, const TensorVie
   if (options.cache != nullptr) {
     if (d->H % d->Hkv != 0 || (!options.enable_gqa && d->H != d->Hkv)) {
       return Status::InvalidArgument(
-          options.cache->Describe() + ": query has " + std::to_string(d->H) + " heads; " +
+          KVCacheAccess::Describe(*options.cache) + ": query has " + std::to_string(d->H) + " heads; " +
           (options.enable_gqa ? "they must be a multiple of the cache's num_kv_heads"
                               : "without enable_gqa they must equal the cache's num_kv_heads"));
     }
@@ -138,6 +139,7 @@ Status CheckSdpa(const TensorView& query, const TensorView& key, const TensorVie
   if (options.is_causal && options.attn_mask.present()) {
     return Status::InvalidArgument("attn_mask: must not be given together with is_causal");
   }
+  d->kernel = ChooseAttentionKernel(static_cast<size_t>(d->L), false, 0);
   return Status::Ok();
 }
 
@@ -147,7 +149,7 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
                                  const TensorView& value, const SdpaOptions& options,
                                  Tensor* output, ThreadPool* pool) {
   std::unique_lock<std::mutex> cache_lock;
-  if (options.cache != nullptr) cache_lock = std::unique_lock<std::mutex>(options.cache->mutex());
+  if (options.cache != nullptr) cache_lock = KVCacheAccess::Lock(*options.cache);
   SdpaDims d;
   MHA_RETURN_IF_ERROR(CheckSdpa(query, key, value, options, &d));
   const size_t rank = d.rank;
@@ -175,7 +177,7 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
     output->shape = out_shape;
     output->data.assign(static_cast<size_t>(NumElements(out_shape)), 0.0f);
     const float scale = options.scale != 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(E));
-    KVCache::Rows kv;  // the inputs, or the cache's rows (float16 ones read as stored)
+    KVRows kv;  // the inputs, or the cache's rows (float16 ones read as stored)
     kv.keys = key.data;
     kv.values = value.data;
     kv.k_batch = Hkv * S * E;
@@ -185,11 +187,13 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
     kv.v_head = S * Ev;
     kv.v_step = Ev;
     // One grow-only scratch per calling thread: no allocation per call.
-    thread_local AlignedBuffer scratch, cache_scratch;
+    thread_local AlignedBuffer scratch;
+    // Written rows count only after Grow, the last step: an error before it
+    // leaves the cache as it was.
     if (options.cache != nullptr) {
-      options.cache->Write({kv.keys, kv.k_batch, kv.k_step, kv.k_head},
+      KVCacheAccess::Write(*options.cache, {kv.keys, kv.k_batch, kv.k_step, kv.k_head},
                            {kv.values, kv.v_batch, kv.v_step, kv.v_head}, S);
-      kv = options.cache->Read(T, DecodeShaped(L, false, 0), &cache_scratch);
+      kv = KVCacheAccess::Read(*options.cache);
     }
     std::vector<kernels::AttentionHead> heads;
     for (int64_t b = 0; b < B; ++b) {
@@ -216,8 +220,8 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
         if (L > 0 && Ev > 0) heads.push_back(head);
       }
     }
-    RunAttentionHeads(heads, pool, &scratch);
-    if (options.cache != nullptr) options.cache->Grow(T);
+    RunAttentionHeads(heads, d.kernel, pool, &scratch);
+    if (options.cache != nullptr) KVCacheAccess::Grow(*options.cache, T);
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("out of memory for query " +
                                ShapeString(query.shape) + " and key " + ShapeString(key.shape));

@@ -5,28 +5,23 @@
 #include <exception>
 #include <limits>
 
-#include "src/attention.h"
-#include "src/decode_attention.h"
-#include "src/linear.h"
+#include "src/attention/attention.h"
+#include "src/core/kv_cache_internal.h"
+#include "src/attention/linear.h"
 #include "src/multihead_attention.h"
-#include "src/multihead_attention_impl.h"
-#include "src/rotary.h"
+#include "src/core/multihead_attention_impl.h"
+#include "src/attention/rotary.h"
 
 namespace mha {
 namespace {
 
-struct Dims {
-  bool batched = false;
-  int64_t L = 0, S = 0, N = 1;  // S: new keys (the key argument's rows)
-  int64_t P = 0;                // keys in the cache before the call
-};
 
 std::string Expected(const Shape& shape, const std::string& names) {
   return ShapeString(shape) + " " + names;
 }
 
 // Checks one of query/key/value against its expected (seq, batch, features).
-Status CheckInput(const char* arg, const char* seq_name, const TensorView& t, const Dims& dims,
+Status CheckInput(const char* arg, const char* seq_name, const TensorView& t, const ForwardPlan& dims,
                   int64_t seq, int64_t features, bool batch_first) {
   MHA_RETURN_IF_ERROR(CheckDimsAndData(arg, t.shape, t.data));
   const Shape expected = !dims.batched ? Shape{seq, features}
@@ -58,29 +53,30 @@ bool Absent(const TensorView& t) { return t.data == nullptr && t.shape.empty(); 
 
 // A cache must be this module's, fit the batch and the new keys.
 Status CheckCache(const MultiheadAttentionConfig& c, uint64_t module_id, const KVCache& cache,
-                  const Dims& dims) {
+                  const ForwardPlan& dims) {
   if (c.add_bias_kv || c.add_zero_attn) {
     return Status::InvalidArgument("cache: add_bias_kv and add_zero_attn cannot be used with a "
                                    "cache");
   }
-  if (cache.owner() != module_id) {
+  const uint64_t owner = KVCacheAccess::Owner(cache);
+  if (owner != module_id) {
     return Status::InvalidArgument(
-        cache.Describe() + (cache.owner() == 0 ? " was made by createKVCache for "
-                                                 "scaled_dot_product_attention"
-                                               : " belongs to another module") +
+        KVCacheAccess::Describe(cache) +
+        (owner == 0 ? " was made by createKVCache for scaled_dot_product_attention"
+                    : " belongs to another module") +
         "; use this module's createKVCache");
   }
   if (cache.config().batch_size != dims.N) {
-    return Status::InvalidArgument(cache.Describe() + " holds batch size " +
+    return Status::InvalidArgument(KVCacheAccess::Describe(cache) + " holds batch size " +
                                    std::to_string(cache.config().batch_size) +
                                    ", but query has batch size " + std::to_string(dims.N));
   }
-  return cache.CheckAppend(dims.S);
+  return KVCacheAccess::CheckAppend(cache, dims.S);
 }
 
 Status CheckForward(const MultiheadAttentionConfig& c, uint64_t module_id,
                     const TensorView& query, const TensorView& key, const TensorView& value,
-                    const ForwardOptions& o, Dims* dims) {
+                    const ForwardOptions& o, ForwardPlan* dims) {
   const size_t rank = query.shape.size();
   if (rank != 2 && rank != 3) {
     return Status::InvalidArgument("query: expected a 3-D (L, N, E) / (N, L, E) or 2-D (L, E) "
@@ -138,10 +134,10 @@ Status CheckForward(const MultiheadAttentionConfig& c, uint64_t module_id,
                                         ") for unbatched input" + cached));
     }
   }
-  // The largest buffers (projections, per-head weights, a converted 3-D mask,
-  // a float16 cache converted to float32) must be addressable, or their sizes
-  // and offsets would wrap around.
-  const double all_keys = T + (c.add_bias_kv ? 1 : 0) + (c.add_zero_attn ? 1 : 0);
+  // The largest buffers (projections, per-head weights, a converted 3-D mask)
+  // must be addressable, or their sizes and offsets would wrap around.
+  const int64_t num_extra = (c.add_bias_kv ? 1 : 0) + (c.add_zero_attn ? 1 : 0);
+  const double all_keys = static_cast<double>(T + num_extra);
   const double projections = static_cast<double>(N) * std::max({L, dims->S, T}) *
       (3.0 * std::max({c.embed_dim, c.kdim, c.vdim}) + 3.0 * H * std::max(c.qk_head_dim, c.v_head_dim));
   const double weights = o.need_weights ? static_cast<double>(N) * H * L * all_keys : 0.0;
@@ -150,6 +146,8 @@ Status CheckForward(const MultiheadAttentionConfig& c, uint64_t module_id,
                                " and key " + ShapeString(key.shape) +
                                ": its buffers would exceed the address space");
   }
+  dims->kernel = ChooseAttentionKernel(static_cast<size_t>(L), o.need_weights,
+                                       static_cast<size_t>(num_extra));
   return Status::Ok();
 }
 
@@ -160,20 +158,20 @@ Status MultiheadAttention::Forward(const TensorView& query, const TensorView& ke
                                    ForwardResult* result, ThreadPool* pool) {
   // Cache before module: the order every caller locks them in.
   std::unique_lock<std::mutex> cache_lock;
-  if (options.cache != nullptr) cache_lock = std::unique_lock<std::mutex>(options.cache->mutex());
+  if (options.cache != nullptr) cache_lock = KVCacheAccess::Lock(*options.cache);
   Impl& m = *impl_;
-  Dims dims;
-  MHA_RETURN_IF_ERROR(CheckForward(config_, m.id, query, key, value, options, &dims));
-  std::lock_guard<std::mutex> lock(m.mutex);
-  if (!m.complete) {
-    const std::vector<std::string> missing = MissingParameters(m.loaded);
-    if (!missing.empty()) {
-      return Status::FailedPrecondition("parameters not loaded: " + JoinNames(missing));
+  try {  // the checks allocate too (shapes, names)
+    ForwardPlan plan;
+    MHA_RETURN_IF_ERROR(CheckForward(config_, m.id, query, key, value, options, &plan));
+    std::lock_guard<std::mutex> lock(m.mutex);
+    if (!m.complete) {
+      const std::vector<std::string> missing = MissingParameters(m.loaded);
+      if (!missing.empty()) {
+        return Status::FailedPrecondition("parameters not loaded: " + JoinNames(missing));
+      }
+      m.complete = true;
     }
-    m.complete = true;
-  }
-  try {
-    m.Run(config_, dims.batched, dims.L, dims.S, dims.N, query, key, value, options, result, pool);
+    m.Run(config_, plan, query, key, value, options, result, pool);
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("forward: out of memory for query " + ShapeString(query.shape) +
                                " and key " + ShapeString(key.shape));
@@ -187,18 +185,19 @@ Status MultiheadAttention::Forward(const TensorView& query, const TensorView& ke
 
 namespace mha {
 
-void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batched, int64_t L64,
-                                   int64_t S64, int64_t N64, const TensorView& query,
-                                   const TensorView& key, const TensorView& value,
-                                   const ForwardOptions& o, ForwardResult* result,
-                                   ThreadPool* pool) {
-  const size_t L = L64, S = S64, N = N64, H = c.num_heads, E = c.embed_dim;
+void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, const ForwardPlan& plan,
+                                   const TensorView& query, const TensorView& key,
+                                   const TensorView& value, const ForwardOptions& o,
+                                   ForwardResult* result, ThreadPool* pool) {
+  const bool batched = plan.batched;
+  const int64_t L64 = plan.L, N64 = plan.N;
+  const size_t L = plan.L, S = plan.S, N = plan.N, H = c.num_heads, E = c.embed_dim;
   const size_t dq = c.qk_head_dim, dv = c.v_head_dim, QK = qk, VV = vv, KK = kk, KV = kv;
   const size_t group = H / c.num_kv_heads;  // query heads per key/value head
   const bool bf = c.batch_first && batched;
   KVCache* cache = o.cache;
   // Keys before this call's (at positions 0 .. P-1) and all keys attended.
-  const size_t P = cache != nullptr ? cache->length() : 0, T = P + S;
+  const size_t P = plan.P, T = P + S;
 
   // Without weights or a cache, keys that key padding removes at the end of
   // a batch entry are never attended: their K and V rows are not computed
@@ -269,7 +268,7 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
   // Where attention reads head (n, g)'s keys: the new rows, or the cache
   // after they are appended to it.
   const size_t num_extra = (c.add_bias_kv ? 1 : 0) + (c.add_zero_attn ? 1 : 0);
-  KVCache::Rows kv;  // the new rows, or the cache's (float16 ones read as stored)
+  KVRows kv;  // the new rows, or the cache's (float16 ones read as stored)
   kv.keys = K;
   kv.values = V;
   kv.k_batch = bf ? S * k_ld : k_ld;  // entry n to n + 1
@@ -278,9 +277,12 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
   kv.v_batch = bf ? S * v_ld : v_ld;
   kv.v_step = bf ? v_ld : N * v_ld;
   kv.v_head = dv;
+  // Written rows count only after Grow, the last step: an error before it
+  // leaves the cache as it was.
   if (cache != nullptr) {
-    cache->Write({K, kv.k_batch, kv.k_step, kv.k_head}, {V, kv.v_batch, kv.v_step, kv.v_head}, S);
-    kv = cache->Read(T, DecodeShaped(L, o.need_weights, num_extra), &cache_scratch);
+    KVCacheAccess::Write(*cache, {K, kv.k_batch, kv.k_step, kv.k_head},
+                         {V, kv.v_batch, kv.v_step, kv.v_head}, S);
+    kv = KVCacheAccess::Read(*cache);
   }
 
   // Extra keys per head: bias_k / bias_v, then a zero key / value.
@@ -308,10 +310,12 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
   float* weights_out = nullptr;
   if (o.need_weights && o.average_attn_weights) {
     weights_out = head_weights.Get(N * H * L * keys + 1);
+    result->weights.data.resize(N * L * keys);
   } else if (o.need_weights) {
     result->weights.data.resize(N * H * L * keys);
     weights_out = result->weights.data.data();
   }
+  result->output.data.resize(L * N * E);
 
   float* O = attn.Get(L * N * VV + 1);
   const size_t q_step = bf ? 1 : N;
@@ -348,20 +352,14 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
       heads.push_back(head);
     }
   }
-  RunAttentionHeads(heads, pool, &scratch);
+  RunAttentionHeads(heads, plan.kernel, pool, &scratch);
 
-  result->output.data.resize(L * N * E);
   out_proj.Apply(O, VV, L * N, result->output.data.data(), E, pool);
   result->output.shape = query.shape;
-  // Nothing can fail past this point: the appended keys count from now on.
-  if (cache != nullptr) cache->Grow(static_cast<int64_t>(T));
-
   if (!o.need_weights) {
     result->weights = Tensor();
-    return;
-  }
-  if (o.average_attn_weights) {
-    result->weights.data.assign(N * L * keys, 0.0f);
+  } else if (o.average_attn_weights) {
+    std::fill(result->weights.data.begin(), result->weights.data.end(), 0.0f);
     for (size_t n = 0; n < N; ++n) {
       float* dst = result->weights.data.data() + n * L * keys;
       for (size_t h = 0; h < H; ++h) {
@@ -375,6 +373,8 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, bool batch
     result->weights.shape = batched ? Shape{N64, int64_t(H), L64, int64_t(keys)}
                                     : Shape{int64_t(H), L64, int64_t(keys)};
   }
+  // Last: the appended keys count from now on (nothing below can fail).
+  if (cache != nullptr) KVCacheAccess::Grow(*cache, static_cast<int64_t>(T));
 }
 
 }  // namespace mha

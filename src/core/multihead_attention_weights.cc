@@ -6,7 +6,7 @@
 #include <set>
 
 #include "src/multihead_attention.h"
-#include "src/weight_plan.h"
+#include "src/io/weight_plan.h"
 
 namespace mha {
 
