@@ -16,6 +16,7 @@
 #ifndef MHA_SRC_KV_CACHE_H_
 #define MHA_SRC_KV_CACHE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -57,9 +58,17 @@ class KVCache {
   Status Truncate(int64_t length);
   void Reset() { Truncate(0); }
 
+  // Beam search (Hugging Face's reorder_cache, index_select(0, beam_idx)):
+  // batch entry b becomes the old entry indices[b], for every b in
+  // [0, batch_size); indices may repeat some entries and leave out others.
+  // Moves only the held rows, in place, without allocating. `count` must be
+  // batch_size and every index in [0, batch_size); an error leaves the cache
+  // as it was.
+  Status Reorder(const int32_t* indices, size_t count);
+
  private:
   friend class KVCacheAccess;  // the core's side (src/core/kv_cache_internal.h)
-  struct State;                // storage, length and lock
+  struct State;                // storage, length, lock and Reorder's bookkeeping
   KVCache(const KVCacheConfig& config, uint64_t owner);
 
   KVCacheConfig config_;

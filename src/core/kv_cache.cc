@@ -1,8 +1,8 @@
 #include "src/kv_cache.h"
 
-#include <new>
-
+#include <algorithm>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "src/kernels/kernels.h"
@@ -61,7 +61,8 @@ Status KVCacheAccess::Create(const KVCacheConfig& config, uint64_t owner,
   const size_t value_elements = n * static_cast<size_t>(c.v_head_dim);
   state.keys = hwy::AllocateAligned<uint8_t>(key_elements * element_size);
   state.values = hwy::AllocateAligned<uint8_t>(value_elements * element_size);
-  if (!state.keys || !state.values) {
+  state.reorder_marks = hwy::AllocateAligned<int32_t>(static_cast<size_t>(c.batch_size));
+  if (!state.keys || !state.values || !state.reorder_marks) {
     return Status::OutOfMemory("cache: not enough memory for max_length " +
                                std::to_string(c.max_length) + " (" +
                                std::to_string((key_elements + value_elements) * element_size) +
@@ -79,6 +80,102 @@ Status KVCache::Truncate(int64_t length) {
                                    "] (the keys the cache holds), got " + std::to_string(length));
   }
   state_->length.store(length, std::memory_order_release);
+  return Status::Ok();
+}
+
+namespace {
+
+// The held rows of the batch entries in one storage (keys or values): entry
+// n's rows of key/value head g are the held_bytes at Run(n, g).
+struct HeldRuns {
+  uint8_t* base;
+  size_t heads, head_bytes, held_bytes;
+
+  uint8_t* Run(size_t n, size_t g) const { return base + (n * heads + g) * head_bytes; }
+
+  // Entry `to` becomes a copy of entry `from` (another one).
+  void Copy(size_t to, size_t from) const {
+    for (size_t g = 0; g < heads; ++g) std::memcpy(Run(to, g), Run(from, g), held_bytes);
+  }
+
+  // Entries a and b (two different ones) trade places, through a stack buffer.
+  void Swap(size_t a, size_t b) const {
+    uint8_t chunk[1024];
+    for (size_t g = 0; g < heads; ++g) {
+      uint8_t* x = Run(a, g);
+      uint8_t* y = Run(b, g);
+      for (size_t i = 0; i < held_bytes; i += sizeof(chunk)) {
+        const size_t bytes = std::min(sizeof(chunk), held_bytes - i);
+        std::memcpy(chunk, x + i, bytes);
+        std::memcpy(x + i, y + i, bytes);
+        std::memcpy(y + i, chunk, bytes);
+      }
+    }
+  }
+};
+
+// Makes entry b of `runs` the old entry from[b], for b in [0, n), in place.
+// marks[x] (n of them) is -1 for an entry that is not (or no longer) to be
+// written, else how many entries still to be written read it. First, every
+// entry that no one still needs is written (each write may free its source:
+// the chain is followed); what is left to write then reads only itself in
+// cycles (every entry there has exactly one reader left), each rotated by
+// swaps. A source of several entries is overwritten only after all of them
+// have read it, so duplicates and drops need no buffer.
+void Permute(const int32_t* from, size_t n, int32_t* marks, const HeldRuns (&runs)[2]) {
+  for (size_t x = 0; x < n; ++x) marks[x] = static_cast<size_t>(from[x]) == x ? -1 : 0;
+  for (size_t x = 0; x < n; ++x) {
+    if (marks[x] >= 0 && marks[from[x]] >= 0) ++marks[from[x]];
+  }
+  for (size_t start = 0; start < n; ++start) {
+    for (size_t x = start; marks[x] == 0;) {
+      const size_t source = static_cast<size_t>(from[x]);
+      for (const HeldRuns& r : runs) r.Copy(x, source);
+      marks[x] = -1;
+      if (marks[source] > 0) --marks[source];
+      x = source;
+    }
+  }
+  for (size_t start = 0; start < n; ++start) {
+    if (marks[start] < 0) continue;
+    size_t x = start;
+    for (; static_cast<size_t>(from[x]) != start; x = static_cast<size_t>(from[x])) {
+      for (const HeldRuns& r : runs) r.Swap(x, static_cast<size_t>(from[x]));
+      marks[x] = -1;
+    }
+    marks[x] = -1;
+  }
+}
+
+}  // namespace
+
+Status KVCache::Reorder(const int32_t* indices, size_t count) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  const int64_t n = config_.batch_size;
+  const std::string unchanged = "; the cache is left as it was";
+  if (count != static_cast<uint64_t>(n) || indices == nullptr) {
+    return Status::InvalidArgument("reorder: indices: expected batch_size (" + std::to_string(n) +
+                                   ") entries, got " +
+                                   (indices == nullptr ? "none" : std::to_string(count)) +
+                                   unchanged);
+  }
+  for (size_t b = 0; b < count; ++b) {
+    if (indices[b] < 0 || indices[b] >= n) {
+      return Status::InvalidArgument("reorder: indices[" + std::to_string(b) +
+                                     "]: expected an index in [0, " + std::to_string(n) +
+                                     ") (the cache's batch_size), got " +
+                                     std::to_string(indices[b]) + unchanged);
+    }
+  }
+  const size_t held = static_cast<size_t>(state_->length.load(std::memory_order_relaxed));
+  const size_t element = config_.dtype == KVCacheDtype::kFloat16 ? 2 : 4;
+  const size_t heads = static_cast<size_t>(config_.num_kv_heads);
+  const size_t max_length = static_cast<size_t>(config_.max_length);
+  const size_t k_row = static_cast<size_t>(config_.head_dim) * element;
+  const size_t v_row = static_cast<size_t>(config_.v_head_dim) * element;
+  const HeldRuns runs[2] = {{state_->keys.get(), heads, max_length * k_row, held * k_row},
+                            {state_->values.get(), heads, max_length * v_row, held * v_row}};
+  Permute(indices, count, state_->reorder_marks.get(), runs);
   return Status::Ok();
 }
 

@@ -30,6 +30,9 @@ struct KVCache::State {
   // Written under `mutex`; read without it by KVCache::length().
   std::atomic<int64_t> length{0};
   hwy::AlignedFreeUniquePtr<uint8_t[]> keys, values;
+  // batch_size counters for Reorder, allocated with the storage so that
+  // reordering allocates nothing (src/core/kv_cache.cc).
+  hwy::AlignedFreeUniquePtr<int32_t[]> reorder_marks;
 };
 
 // New rows to append: the features of head g of new key j of batch entry n
