@@ -207,6 +207,11 @@ class KVCacheBinding {
   int truncate(double length, CallResult& result) {
     return result.Record(cache_->Truncate(static_cast<int64_t>(length)));
   }
+  // `indices`: the address of `count` int32 in the heap.
+  int reorder(uintptr_t indices, double count, CallResult& result) {
+    return result.Record(cache_->Reorder(reinterpret_cast<const int32_t*>(indices),
+                                         static_cast<size_t>(count)));
+  }
 
   std::unique_ptr<KVCache> cache_;
 };
@@ -383,7 +388,8 @@ EMSCRIPTEN_BINDINGS(mha) {
       .constructor<>()
       .function("createFree", &KVCacheBinding::createFree)
       .function("length", &KVCacheBinding::length)
-      .function("truncate", &KVCacheBinding::truncate);
+      .function("truncate", &KVCacheBinding::truncate)
+      .function("reorder", &KVCacheBinding::reorder);
 }
 
 }  // namespace

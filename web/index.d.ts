@@ -118,6 +118,14 @@ export interface KVCache {
   truncate(n: number): Promise<void>;
   /** truncate(0). */
   reset(): Promise<void>;
+  /**
+   * Beam search (Hugging Face's reorder_cache, index_select(0, beam_idx)): batch entry b becomes
+   * the old entry indices[b]; entries may repeat and others be dropped. In place, without
+   * allocating; resolves once done, in order with the other calls. Not an Int32Array of
+   * batchSize entries throws; an index outside [0, batchSize) rejects with MHAError, the cache
+   * left as it was.
+   */
+  reorder(indices: Int32Array): Promise<void>;
   /** Frees the cache's WASM memory; later use throws MHAError. */
   dispose(): void;
 }

@@ -1,5 +1,6 @@
 // The proxy in Chromium (loadMHA({ proxy: true }) on a page's main thread, cross-origin isolated):
-// the hostile-input table shared with the in-thread suite, weights from a sharded checkpoint, a
+// the hostile-input table shared with the in-thread suite, weights from a sharded checkpoint,
+// decoding fixtures (beam searches too) on caches in the worker, cache.reorder's contract, a
 // worker that dies mid-call (ended by lib.terminate() and from outside, as a crash would),
 // dispose() with calls pending, and 1,000 calls with a flat heap in the worker (WASM) and on the
 // page (JS).
@@ -92,13 +93,30 @@ test('a checkpoint in two shards: listAttentionModules and loadSafetensors({ pre
 
 // KV caches made in the worker: created synchronously, their length mirrored after each call.
 const DECODING = ['float16_gqa_rotary_weights.safetensors', 'cross_filled_once.safetensors',
-  'self_truncate_continue.safetensors', 'sdpa_cache_gqa.safetensors'];
+  'self_truncate_continue.safetensors', 'sdpa_cache_gqa.safetensors',
+  'beam_self_gqa_rotary.safetensors', 'beam_float16_batch_first.safetensors', 'beam_sdpa_gqa.safetensors'];
 for (const fixture of decodingFixtures().filter((f) => DECODING.includes(f.name))) {
   test(`decoding through the proxy: ${fixture.name}`, async () => {
     const results = await page.evaluate((name) => window.proxyTest.decode(name), fixture.name);
     checkDecoding(fixture, results.map((r) => ({ ...result(r), length: r.length })));
   });
 }
+
+test('cache.reorder: bad arrays throw on the page, bad indices reject, calls run in the order sent', async () => {
+  const r = await page.evaluate(() => window.proxyTest.reorder());
+  for (const [outcome, pattern] of [
+    [r.wrongType, /^reorder: indices: expected an Int32Array of batchSize \(2\) entries, received an Array of length 2$/],
+    [r.wrongLength, /^reorder: indices: expected batchSize \(2\) entries, received 3$/],
+    [r.disposed, /^reorder: expected a live KVCache, received one that was disposed$/]]) {
+    assert.ok(outcome.threw && outcome.isMHAError, JSON.stringify(outcome));
+    assert.match(outcome.message, pattern);
+  }
+  assert.ok(!r.outOfRange.threw && r.outOfRange.isMHAError, JSON.stringify(r.outOfRange));
+  assert.match(r.outOfRange.message, /^reorder: indices\[1\]: expected an index in \[0, 2\) .* got 2; the cache is left as it was$/);
+  assert.equal(r.reordered, null);
+  assert.ok(r.rowDifference < 1e-6, `both entries hold entry 1's keys: rows differ by ${r.rowDifference}`);
+  assert.equal(r.length, 4);
+});
 
 test('dispose() with calls pending: they finish, later calls throw', async () => {
   const { results, later } = await page.evaluate(() => window.proxyTest.disposeWithCallsPending());

@@ -1,10 +1,12 @@
 // Every decoding fixture (tests/fixtures/decoding, from PyTorch via
-// decoding_fixtures.py) through the public API: a schedule of calls on one
-// KV cache (prefill, steps, chunks, truncation, cross-attention over a filled
-// cache), each call's output and weights against the fixture, on every
-// compiled Highway target, single-threaded and on a 2-thread pool where the
-// decode kernel's key ranges really split (a test hook lowers the threshold;
-// the test checks that the split happened).
+// decoding_fixtures.py and beam_fixtures.py) through the public API: a
+// schedule of calls on one KV cache (prefill, steps, chunks, truncation,
+// beam-search reorders, cross-attention over a filled cache), each call's
+// output and weights against the fixture, on every compiled Highway target,
+// single-threaded and on a 2-thread pool where the decode kernel's key ranges
+// really split (a test hook lowers the threshold; the test checks that the
+// split happened).
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +25,7 @@ namespace {
 
 struct Step {
   int64_t truncate = -1;  // >= 0: truncate the cache to this length instead of a call
+  std::vector<int32_t> reorder;  // not empty: reorder the cache so instead of a call
   bool is_causal = false, self = false, has_keys = false;
   bool need_weights = false, average_attn_weights = true;
 };
@@ -76,6 +79,11 @@ mha::Status ReadDecodeConfig(const Fixture& f, DecodeConfig* out) {
   for (const mha::json::Value& s : v.Find("steps")->array) {
     Step step;
     step.truncate = s.Find("truncate")->integer;
+    if (const mha::json::Value* reorder = s.Find("reorder")) {
+      for (const mha::json::Value& index : reorder->array) {
+        step.reorder.push_back(static_cast<int32_t>(index.integer));
+      }
+    }
     step.is_causal = Bool(s, "is_causal");
     step.self = Bool(s, "self");
     step.has_keys = Bool(s, "has_keys");
@@ -122,6 +130,12 @@ void RunSchedule(Fixture& f, const DecodeConfig& c, mha::ThreadPool* pool, int* 
     SCOPED_TRACE("step " + std::to_string(i));
     if (step.truncate >= 0) {
       ASSERT_OK(cache->Truncate(step.truncate));
+      continue;
+    }
+    if (!step.reorder.empty()) {
+      const int64_t length = cache->length();
+      ASSERT_OK(cache->Reorder(step.reorder.data(), step.reorder.size()));
+      EXPECT_EQ(cache->length(), length);
       continue;
     }
     const std::string prefix = "step" + std::to_string(i) + ".";
@@ -206,7 +220,13 @@ INSTANTIATE_TEST_SUITE_P(AllTargets, DecodingFixtureTest,
                                             ::testing::ValuesIn(ListFixtures("decoding"))),
                          ParamName);
 
-TEST(DecodingFixtureList, HasFixtures) { EXPECT_GE(ListFixtures("decoding").size(), 20u); }
+TEST(DecodingFixtureList, HasFixtures) {
+  const std::vector<std::string> all = ListFixtures("decoding");
+  EXPECT_GE(all.size(), 25u);
+  EXPECT_GE(std::count_if(all.begin(), all.end(), [](const std::string& path) {
+              return path.find("/beam_") != std::string::npos;
+            }), 5);
+}
 
 }  // namespace
 }  // namespace mha_test

@@ -62,7 +62,9 @@ function layOut(layout, tensors) {
   return { read, copies: [...copies.values()], bytes };
 }
 
-function takeBlock(wasm, bytes) {
+// A heap block of at least `bytes`: the scratch block, or one of its own for
+// a larger call. Give it back with returnBlock once the call is done.
+export function takeBlock(wasm, bytes) {
   if (bytes > SCRATCH_BYTES) return allocate(wasm, bytes);
   let block = scratchBlocks.get(wasm);
   if (block === undefined) {
@@ -70,6 +72,10 @@ function takeBlock(wasm, bytes) {
     scratchBlocks.set(wasm, block);
   }
   return block;
+}
+
+export function returnBlock(wasm, block, bytes) {
+  if (bytes > SCRATCH_BYTES) wasm.free(block);
 }
 
 // A result the core left in the frame, copied out; null when absent.
@@ -113,6 +119,6 @@ export function callFrame(wasm, what, tensors, flags, scale, call) {
     };
   } finally {
     result.clear();
-    if (bytes > SCRATCH_BYTES) wasm.free(block);
+    returnBlock(wasm, block, bytes);
   }
 }

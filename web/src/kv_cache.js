@@ -1,10 +1,12 @@
 // The JS face of mha::KVCache (see DESIGN.md, "Decoding: KV cache,
 // grouped-query heads, rotary positions"): keys and values kept across
 // forward calls, all memory allocated at creation.
+import { returnBlock, takeBlock } from './call_frame.js';
 import { checkStatus, newBinding, sharedResult } from './core_call.js';
 import { MHAError } from './errors.js';
 import { Lifetime } from './lifetime.js';
 import { settle } from './settle.js';
+import { heapViews } from './heap.js';
 import { checkOptionsObject, checkPositiveInteger, describe } from './validate.js';
 
 const DTYPES = ['float32', 'float16'];
@@ -52,6 +54,19 @@ export function checkTruncate(n) {
   }
 }
 
+// reorder(indices): an Int32Array of batchSize entries. Whether each is in
+// [0, batchSize) is the core's check: it rejects.
+export function checkReorder(indices, batchSize) {
+  if (!(indices instanceof Int32Array)) {
+    throw new MHAError(`reorder: indices: expected an Int32Array of batchSize (${batchSize}) ` +
+                       `entries, received ${describe(indices)}`);
+  }
+  if (indices.length !== batchSize) {
+    throw new MHAError(`reorder: indices: expected batchSize (${batchSize}) entries, received ` +
+                       `${indices.length}`);
+  }
+}
+
 export class KVCache {
   // Use mha.createKVCache(options) or lib.createKVCache(options). `options`
   // are the checked {batchSize, maxLength, dtype}, which its getters answer
@@ -91,6 +106,27 @@ export class KVCache {
   }
 
   reset() { return this.truncate(0); }
+
+  // Beam search: entry b becomes the old entry indices[b]. The indices go
+  // through the scratch block of call frames, so that a reorder allocates
+  // nothing. A Promise, as through the proxy: the array's type and length
+  // throw, an index out of range rejects.
+  reorder(indices) {
+    const binding = this.checkAlive('reorder');
+    checkReorder(indices, this.options.batchSize);
+    return settle(() => {
+      const bytes = indices.byteLength;
+      const block = takeBlock(this.wasm, bytes);
+      const result = sharedResult(this.wasm);
+      try {
+        heapViews(this.wasm, block + bytes).u8.set(
+          new Uint8Array(indices.buffer, indices.byteOffset, bytes), block);
+        checkStatus(binding.reorder(block, indices.length, result), result, 'reorder');
+      } finally {
+        returnBlock(this.wasm, block, bytes);
+      }
+    });
+  }
 
   dispose() {
     this.life.end();

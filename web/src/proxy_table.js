@@ -18,7 +18,7 @@
 // The checks receive the client object first (its `checked` and `state`;
 // `self.ours`: whether a value is a proxied KVCache of the same worker).
 import { checkModuleCacheOptions, checkConfig, parametersOf } from './config.js';
-import { checkTruncate } from './kv_cache.js';
+import { checkReorder, checkTruncate } from './kv_cache.js';
 import { checkSdpa, checkSdpaCache } from './library.js';
 import { checkShards } from './weights.js';
 import {
@@ -69,6 +69,7 @@ export const PROXIED = {
     calls: {
       truncate: (self, n) => checkTruncate(n),
       reset: null,
+      reorder: (self, indices) => checkReorder(indices, self.state.batchSize),
     },
     creates: {},
     getters: ['length', 'maxLength', 'batchSize', 'dtype'],

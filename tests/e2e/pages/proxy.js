@@ -29,11 +29,22 @@ const plain = (result) => result && { output: plainTensor(result.output), weight
 const forward = (mha) => mha.forward(query, key, value, { keyPaddingMask });
 const errorOf = (error) => ({ isMHAError: error instanceof MHAError, name: error?.name, message: error?.message });
 
-// A random input of (L, 1, E) for the fixture's module.
-function randomInput(L) {
-  const data = new Float32Array(L * query.shape[2]);
+// A random input of (L, N, E) for the fixture's module.
+function randomInput(L, N = 1) {
+  const data = new Float32Array(L * N * query.shape[2]);
   for (let i = 0; i < data.length; i++) data[i] = Math.sin(i * 0.731);
-  return { data, shape: [L, 1, query.shape[2]] };
+  return { data, shape: [L, N, query.shape[2]] };
+}
+
+// How a call went: { threw } (synchronously), else how its Promise settled.
+async function outcomeOf(call) {
+  let pending;
+  try {
+    pending = call();
+  } catch (error) {
+    return { threw: true, ...errorOf(error) };
+  }
+  return pending.then(() => ({ threw: false, resolved: true }), (error) => ({ threw: false, ...errorOf(error) }));
 }
 
 window.proxyTest = {
@@ -140,6 +151,30 @@ window.proxyTest = {
     const bytes = new Uint8Array(await (await fetch(`/tests/fixtures/decoding/${name}`)).arrayBuffer());
     const results = await runDecoding(lib, fixtureFromBytes(name, bytes));
     return results.map((r) => ({ ...plain(r), length: r.length }));
+  },
+
+  // cache.reorder in the worker: the array's type and length throw on the page, an index out of
+  // range rejects; a prefill, a reorder copying entry 1 into entry 0 and a step, sent without
+  // waiting: the step's two rows (the same token) then differ by `rowDifference`.
+  async reorder() {
+    const cache = ctx.mha.createKVCache({ batchSize: 2, maxLength: 8 });
+    const wrongType = await outcomeOf(() => cache.reorder([1, 1]));
+    const wrongLength = await outcomeOf(() => cache.reorder(new Int32Array(3)));
+    const outOfRange = await outcomeOf(() => cache.reorder(Int32Array.of(0, 2)));
+    const prompt = randomInput(3, 2);
+    const token = randomInput(1, 2);
+    token.data.copyWithin(token.data.length / 2, 0, token.data.length / 2);
+    const [, reordered, { output }] = await Promise.all([
+      ctx.mha.forward(prompt, prompt, prompt, { cache, isCausal: true, needWeights: false }),
+      cache.reorder(Int32Array.of(1, 1)),
+      ctx.mha.forward(token, token, token, { cache, needWeights: false }),
+    ]);
+    const half = output.data.length / 2;
+    const rowDifference = Math.max(...output.data.slice(0, half).map((v, i) => Math.abs(v - output.data[half + i])));
+    const length = cache.length;
+    cache.dispose();
+    const disposed = await outcomeOf(() => cache.reorder(Int32Array.of(0, 1)));
+    return { wrongType, wrongLength, outOfRange, reordered: reordered ?? null, rowDifference, length, disposed };
   },
 
   // Forwards sent together, each input overwritten (NaN) as soon as its call is sent, then one

@@ -19,7 +19,7 @@ async function makeCache(lib, fixture) {
     vHeadDim, maxLength: c.max_length, dtype: c.dtype }) };
 }
 
-// [{ output, weights, length }] per step (a truncation gives only its length).
+// [{ output, weights, length }] per step (a truncation or a reorder gives only its length).
 export async function runDecoding(lib, fixture) {
   const c = fixture.config;
   const { mha, cache } = await makeCache(lib, fixture);
@@ -28,8 +28,8 @@ export async function runDecoding(lib, fixture) {
   const results = [];
   try {
     for (const [i, step] of c.steps.entries()) {
-      if (step.truncate >= 0) {
-        await cache.truncate(step.truncate);
+      if (step.truncate >= 0 || step.reorder) {
+        await (step.reorder ? cache.reorder(Int32Array.from(step.reorder)) : cache.truncate(step.truncate));
         results.push({ length: cache.length });
         continue;
       }

@@ -29,11 +29,14 @@ export async function usage(): Promise<number> {
   const c2 = lib.createKVCache({ batchSize: 1, numKVHeads: 1, headDim: 4, maxLength: 8 });
   await lib.scaledDotProductAttention(x, x, x, { cache: c2, enableGqa: true });
   await cache.truncate(0);
+  await cache.reorder(Int32Array.of(0));
   c2.dispose();
   mha.dispose();
   try {
     // @ts-expect-error dtype is 'float32' or 'float16'
     gqa.createKVCache({ batchSize: 1, maxLength: 4, dtype: 'bfloat16' });
+    // @ts-expect-error reorder takes an Int32Array
+    await cache.reorder([0]);
     // @ts-expect-error embedDim is required
     lib.createMultiheadAttention({ numHeads: 2 });
     // @ts-expect-error data must be a Float32Array
