@@ -98,17 +98,20 @@ struct HeldRuns {
     for (size_t g = 0; g < heads; ++g) std::memcpy(Run(to, g), Run(from, g), held_bytes);
   }
 
-  // Entries a and b (two different ones) trade places, through a stack buffer.
-  void Swap(size_t a, size_t b) const {
-    uint8_t chunk[1024];
+  // Rotates the cycle through `start` (from[x] != x on it, and it comes back
+  // to start): each entry x on it becomes the old entry from[x]. A chunk at a
+  // time through a stack buffer: k + 1 copies of each chunk for k entries.
+  void Rotate(const int32_t* from, size_t start) const {
+    uint8_t chunk[4096];
     for (size_t g = 0; g < heads; ++g) {
-      uint8_t* x = Run(a, g);
-      uint8_t* y = Run(b, g);
       for (size_t i = 0; i < held_bytes; i += sizeof(chunk)) {
         const size_t bytes = std::min(sizeof(chunk), held_bytes - i);
-        std::memcpy(chunk, x + i, bytes);
-        std::memcpy(x + i, y + i, bytes);
-        std::memcpy(y + i, chunk, bytes);
+        std::memcpy(chunk, Run(start, g) + i, bytes);
+        size_t x = start;
+        for (; static_cast<size_t>(from[x]) != start; x = static_cast<size_t>(from[x])) {
+          std::memcpy(Run(x, g) + i, Run(static_cast<size_t>(from[x]), g) + i, bytes);
+        }
+        std::memcpy(Run(x, g) + i, chunk, bytes);
       }
     }
   }
@@ -119,9 +122,9 @@ struct HeldRuns {
 // written, else how many entries still to be written read it. First, every
 // entry that no one still needs is written (each write may free its source:
 // the chain is followed); what is left to write then reads only itself in
-// cycles (every entry there has exactly one reader left), each rotated by
-// swaps. A source of several entries is overwritten only after all of them
-// have read it, so duplicates and drops need no buffer.
+// cycles (every entry there has exactly one reader left), each rotated. A
+// source of several entries is overwritten only after all of them have read
+// it, so duplicates and drops need no buffer of an entry's size.
 void Permute(const int32_t* from, size_t n, int32_t* marks, const HeldRuns (&runs)[2]) {
   for (size_t x = 0; x < n; ++x) marks[x] = static_cast<size_t>(from[x]) == x ? -1 : 0;
   for (size_t x = 0; x < n; ++x) {
@@ -138,12 +141,8 @@ void Permute(const int32_t* from, size_t n, int32_t* marks, const HeldRuns (&run
   }
   for (size_t start = 0; start < n; ++start) {
     if (marks[start] < 0) continue;
-    size_t x = start;
-    for (; static_cast<size_t>(from[x]) != start; x = static_cast<size_t>(from[x])) {
-      for (const HeldRuns& r : runs) r.Swap(x, static_cast<size_t>(from[x]));
-      marks[x] = -1;
-    }
-    marks[x] = -1;
+    for (const HeldRuns& r : runs) r.Rotate(from, start);
+    for (size_t x = start; marks[x] >= 0; x = static_cast<size_t>(from[x])) marks[x] = -1;
   }
 }
 

@@ -1,5 +1,5 @@
 // KVCache::Reorder (beam search): every mapping of a few entries moves the
-// held rows as index_select(0, indices) would; a beam search that reorders
+// held rows (short and long runs) as index_select(0, indices) would; a beam search that reorders
 // between steps (duplicating beams, dropping others, cycles) decodes the rows
 // of one full causal forward per beam, on every compiled Highway target, for
 // module and free (SDPA) caches in float32 and float16; bad indices leave the
@@ -69,37 +69,49 @@ void Fill(KVCache& cache, int64_t held, uint32_t seed) {
   KVCacheAccess::Grow(cache, cache.length() + held);
 }
 
-// Every mapping of 1 to 6 entries (46,656 of 6), in both dtypes: entry b
-// holds the old entry from[b] afterwards.
+// Reorders a cache of `config` holding `held` keys by every mapping of its
+// batch_size entries (n^n of them); entry b must hold the old entry from[b].
+void ExpectEveryMapping(const mha::KVCacheConfig& config, int64_t held) {
+  const int32_t n = static_cast<int32_t>(config.batch_size);
+  std::unique_ptr<KVCache> cache;
+  ASSERT_OK(KVCache::Create(config, &cache));
+  std::vector<int32_t> from(static_cast<size_t>(n), 0);
+  size_t mappings = 0;
+  while (true) {
+    // Entries all different again (a mapping before may have copied one everywhere).
+    ASSERT_OK(cache->Truncate(0));
+    Fill(*cache, held, static_cast<uint32_t>(mappings));
+    const std::vector<std::vector<uint8_t>> before = AllEntries(*cache);
+    ASSERT_EQ(std::set<std::vector<uint8_t>>(before.begin(), before.end()).size(), from.size());
+    ASSERT_OK(cache->Reorder(from.data(), from.size()));
+    for (size_t b = 0; b < from.size(); ++b) {
+      ASSERT_EQ(EntryBytes(*cache, b), before[static_cast<size_t>(from[b])])
+          << "n " << n << ", mapping " << mappings << ", entry " << b;
+    }
+    ++mappings;
+    // The next mapping, as a base-n counter.
+    size_t digit = 0;
+    while (digit < from.size() && ++from[digit] == n) from[digit++] = 0;
+    if (digit == from.size()) break;
+  }
+  size_t expected = 1;
+  for (int32_t i = 0; i < n; ++i) expected *= static_cast<size_t>(n);
+  EXPECT_EQ(mappings, expected);
+  EXPECT_EQ(cache->length(), held);
+}
+
+// Every mapping of 1 to 6 entries (46,656 of 6), in both dtypes.
 TEST(KVCacheReorder, EveryMappingOfUpToSixEntries) {
   for (const KVCacheDtype dtype : {KVCacheDtype::kFloat32, KVCacheDtype::kFloat16}) {
-    for (int32_t n = 1; n <= 6; ++n) {
-      std::unique_ptr<KVCache> cache;
-      ASSERT_OK(KVCache::Create({n, 2, 3, 5, 4, dtype}, &cache));
-      std::vector<int32_t> from(static_cast<size_t>(n), 0);
-      size_t mappings = 0;
-      while (true) {
-        // Entries all different again (a mapping before may have copied one everywhere).
-        ASSERT_OK(cache->Truncate(0));
-        Fill(*cache, 3, static_cast<uint32_t>(mappings));
-        const std::vector<std::vector<uint8_t>> before = AllEntries(*cache);
-        ASSERT_EQ(std::set<std::vector<uint8_t>>(before.begin(), before.end()).size(), from.size());
-        ASSERT_OK(cache->Reorder(from.data(), from.size()));
-        for (size_t b = 0; b < from.size(); ++b) {
-          ASSERT_EQ(EntryBytes(*cache, b), before[static_cast<size_t>(from[b])])
-              << "n " << n << ", mapping " << mappings << ", entry " << b;
-        }
-        ++mappings;
-        // The next mapping, as a base-n counter.
-        size_t digit = 0;
-        while (digit < from.size() && ++from[digit] == n) from[digit++] = 0;
-        if (digit == from.size()) break;
-      }
-      size_t expected = 1;
-      for (int32_t i = 0; i < n; ++i) expected *= static_cast<size_t>(n);
-      EXPECT_EQ(mappings, expected);
-      EXPECT_EQ(cache->length(), 3);
-    }
+    for (int64_t n = 1; n <= 6; ++n) ExpectEveryMapping({n, 2, 3, 5, 4, dtype}, 3);
+  }
+}
+
+// Runs of held rows longer than Reorder's stack buffer, and not a multiple of
+// it (23 rows of 100 and 60 features: 9,200 and 5,520 bytes in float32).
+TEST(KVCacheReorder, EveryMappingOfLongRuns) {
+  for (const KVCacheDtype dtype : {KVCacheDtype::kFloat32, KVCacheDtype::kFloat16}) {
+    ExpectEveryMapping({4, 2, 100, 60, 30, dtype}, 23);
   }
 }
 
