@@ -1,13 +1,16 @@
 // KVCache::Reorder (beam search): every mapping of a few entries moves the
-// held rows (short and long runs) as index_select(0, indices) would; a beam search that reorders
-// between steps (duplicating beams, dropping others, cycles) decodes the rows
-// of one full causal forward per beam, on every compiled Highway target, for
-// module and free (SDPA) caches in float32 and float16; bad indices leave the
-// cache as it was.
+// held rows (short and long runs) as index_select(0, indices) would; a beam
+// search that reorders between steps (duplicating beams, dropping others,
+// cycles) decodes the rows of one full causal forward per beam, on every
+// compiled Highway target, for module and free (SDPA) caches in float32 and
+// float16; bad indices leave the cache as it was; a reorder on one thread and
+// attention on another never see each other's half-done work.
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -155,6 +158,45 @@ TEST(KVCacheReorder, BadIndicesLeaveTheCacheAsItWas) {
   ExpectError(cache->Reorder(negative, 4), {"reorder: indices[1]", "[0, 4)", "got -1"});
   EXPECT_EQ(AllEntries(*cache), before);
   EXPECT_EQ(cache->length(), 4);
+}
+
+// Reorders on one thread while another attends the cache: each call holds the
+// cache's lock, so every attention sees the entries in one order or the other,
+// never half moved (and ThreadSanitizer sees no race).
+TEST(KVCacheReorder, AttentionOnAnotherThreadSeesWholeReorders) {
+  constexpr int64_t kDim = 64, kHeld = 256;
+  std::unique_ptr<KVCache> cache;
+  ASSERT_OK(KVCache::Create({2, 1, kDim, kDim, kHeld, KVCacheDtype::kFloat32}, &cache));
+  Fill(*cache, kHeld, 5);
+  const std::vector<float> q = RandomVector(2 * kDim, 6);
+  mha::SdpaOptions o;
+  o.cache = cache.get();
+  const auto attend = [&](mha::Tensor* out) {
+    return mha::ScaledDotProductAttention({q.data(), {2, 1, 1, kDim}}, {}, {}, o, out);
+  };
+  const int32_t swap[] = {1, 0};
+  mha::Tensor in_order, swapped;
+  ASSERT_OK(attend(&in_order));
+  ASSERT_OK(cache->Reorder(swap, 2));
+  ASSERT_OK(attend(&swapped));
+  ASSERT_NE(in_order.data, swapped.data);
+  std::atomic<bool> done{false};
+  std::thread reorders([&] {
+    for (int i = 0; i < 2000; ++i) EXPECT_TRUE(cache->Reorder(swap, 2).ok());
+    done = true;
+  });
+  int calls = 0, torn = 0;
+  while (!done) {
+    mha::Tensor out;
+    ASSERT_OK(attend(&out));
+    torn += out.data != in_order.data && out.data != swapped.data;
+    ++calls;
+  }
+  reorders.join();
+  EXPECT_EQ(torn, 0) << "of " << calls << " calls";
+  mha::Tensor last;
+  ASSERT_OK(attend(&last));
+  EXPECT_EQ(last.data, swapped.data);  // 1 + 2000 swaps
 }
 
 // A beam search of kBeams beams: a prompt per beam, then steps that reorder
