@@ -1,5 +1,6 @@
 #include "tests/fuzz/decode_case.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <vector>
@@ -83,6 +84,28 @@ std::string DecodeCase(FuzzInput& in, mha::ThreadPool* pool) {
   for (int call = 0, calls = in.Int(1, 6); call < calls; ++call) {
     const int64_t P = cache->length();
     const int op = in.Int(0, 7);
+    if (op == 0 && in.Bool()) {  // a beam-search reorder; an index N must fail and change nothing
+      std::vector<int32_t> from(static_cast<size_t>(N));
+      bool valid = true;
+      for (int32_t& f : from) {
+        const int b = in.Int(0, 7);
+        f = b < 7 ? b % static_cast<int>(N) : static_cast<int>(N);
+        valid = valid && b < 7;
+      }
+      const mha::Status reordered = cache->Reorder(from.data(), from.size());
+      if (reordered.ok() != valid || cache->length() != P) {
+        return "decode: reorder (N " + std::to_string(N) + (valid ? "" : ", an index N") +
+               "): " + (reordered.ok() ? "ok" : reordered.message());
+      }
+      if (!valid) continue;
+      const std::vector<float> old = history;
+      for (int64_t t = 0; t < P; ++t) {
+        for (int64_t n = 0; n < N; ++n) {
+          std::copy_n(old.begin() + (t * N + from[n]) * E, E, history.begin() + (t * N + n) * E);
+        }
+      }
+      continue;
+    }
     if (op == 0) {
       const int64_t keep = in.Int(0, static_cast<int>(P));
       if (!cache->Truncate(keep).ok() || cache->length() != keep) return "decode: truncate failed";

@@ -12,9 +12,11 @@ namespace mha_fuzz {
 // A module with fuzzed grouped-query heads, rotary positions, head dims and
 // layout, and a float32 or float16 cache; then random prefills, steps and
 // chunks (causal or not, key padding over all keys, float attn_mask,
-// weights), attend-only calls and truncations. Each call must match the
-// scalar reference run over every key the cache holds; appending past
-// max_length must fail and leave the cache as it was.
+// weights), attend-only calls, truncations and reorders (beam search). Each
+// call must match the scalar reference run over every key the cache holds
+// (the reference's tokens reordered as the cache); appending past max_length
+// and reordering with an index out of range must fail and leave the cache as
+// it was.
 std::string DecodeCase(FuzzInput& in, mha::ThreadPool* pool);
 
 }  // namespace mha_fuzz
