@@ -4,9 +4,9 @@
 import { returnBlock, takeBlock } from './call_frame.js';
 import { checkStatus, newBinding, sharedResult } from './core_call.js';
 import { MHAError } from './errors.js';
+import { heapViews } from './heap.js';
 import { Lifetime } from './lifetime.js';
 import { settle } from './settle.js';
-import { heapViews } from './heap.js';
 import { checkOptionsObject, checkPositiveInteger, describe } from './validate.js';
 
 const DTYPES = ['float32', 'float16'];
