@@ -152,8 +152,9 @@ HeadSources MultiheadAttention::Impl::Sources(const MultiheadAttentionConfig& c,
     s.weights = result->weights.data.data();
   }
   result->output.data.resize(L * N * static_cast<size_t>(embed_dim));
-  float* out = attn.Get(L * N * vv + 1);
-  s.out = {out, bf ? L * vv : vv, dv, (bf ? 1 : N) * vv};
+  const size_t VV = static_cast<size_t>(vv);
+  float* out = attn.Get(L * N * VV + 1);
+  s.out = {out, bf ? L * VV : VV, dv, (bf ? 1 : N) * VV};
   return s;
 }
 
