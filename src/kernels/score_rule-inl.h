@@ -30,20 +30,26 @@ namespace HWY_NAMESPACE {
 inline void ApplyScoreRule(const kernels::ScoreRule& r, size_t i0, size_t n, size_t j0,
                            size_t cols, float unit, float* HWY_RESTRICT scores,
                            size_t key_stride) {
-  for (size_t c = 0; c < cols; ++c) {
-    const size_t j = j0 + c;
+  // Each part loops only where it applies: a decode row that sees every key
+  // of a sub-block costs three tests, not three per key.
+  if (r.key_bias != nullptr) {
+    for (size_t c = 0; c < cols; ++c) {
+      const float bias = r.key_bias[j0 + c] * unit;
+      for (size_t q = 0; q < n; ++q) scores[c * key_stride + q] += bias;
+    }
+  }
+  if (r.mask != nullptr) {
+    for (size_t c = 0; c < cols; ++c) {
+      const float* HWY_RESTRICT mask = r.mask + i0 * r.mask_stride + j0 + c;
+      for (size_t q = 0; q < n; ++q) scores[c * key_stride + q] += mask[q * r.mask_stride] * unit;
+    }
+  }
+  // Causal: key j is hidden from the queries whose horizon does not pass it,
+  // the first j + 1 - Horizon(i0) of them.
+  const size_t horizon = r.Horizon(i0);
+  for (size_t c = horizon > j0 ? horizon - j0 : 0; c < cols; ++c) {
     float* HWY_RESTRICT row = scores + c * key_stride;
-    if (r.key_bias != nullptr) {
-      const float bias = r.key_bias[j] * unit;
-      for (size_t q = 0; q < n; ++q) row[q] += bias;
-    }
-    if (r.mask != nullptr) {
-      for (size_t q = 0; q < n; ++q) row[q] += r.mask[(i0 + q) * r.mask_stride + j] * unit;
-    }
-    // Hidden from the queries whose horizon does not reach past j.
-    if (r.causal && j >= r.Horizon(i0)) {
-      std::fill(row, row + HWY_MIN(n, j + 1 - r.Horizon(i0)), -std::numeric_limits<float>::infinity());
-    }
+    std::fill(row, row + HWY_MIN(n, j0 + c + 1 - horizon), -std::numeric_limits<float>::infinity());
   }
 }
 
