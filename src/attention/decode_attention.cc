@@ -22,7 +22,7 @@ std::atomic<size_t> g_split_calls{0};
 
 bool SameKeys(const AttentionHead& a, const AttentionHead& b) {
   return a.k == b.k && a.v == b.v && a.k_half == b.k_half && a.v_half == b.v_half &&
-         a.key_bias == b.key_bias && a.masked_keys == b.masked_keys;
+         a.rule.key_bias == b.rule.key_bias && a.masked_keys == b.masked_keys;
 }
 
 // Appends the rows of `head` (its queries) to `group`.
@@ -31,8 +31,7 @@ void AddRows(const AttentionHead& head, DecodeGroup* group) {
     const size_t r = group->num_rows++;
     group->q[r] = head.q + i * head.q_stride;
     group->out[r] = head.out + i * head.out_stride;
-    group->mask[r] = head.mask != nullptr ? head.mask + i * head.mask_stride : nullptr;
-    group->last_key[r] = head.causal ? i + head.causal_offset : SIZE_MAX;
+    group->rule[r] = head.rule.Row(i);
   }
 }
 
@@ -43,7 +42,6 @@ DecodeGroup StartGroup(const AttentionHead& head) {
   g.v = g.half ? static_cast<const void*>(head.v_half) : head.v;
   g.k_stride = head.k_stride;
   g.v_stride = head.v_stride;
-  g.key_bias = head.key_bias;
   g.num_keys = head.masked_keys;
   g.qk_dim = head.qk_dim;
   g.v_dim = head.v_dim;
@@ -51,11 +49,11 @@ DecodeGroup StartGroup(const AttentionHead& head) {
   return g;
 }
 
-// Keys no row can attend under a causal mask are never read.
+// Keys beyond every row's horizon are never read.
 size_t AttendedKeys(const DecodeGroup& g) {
-  size_t last = 0;
-  for (size_t r = 0; r < g.num_rows; ++r) last = std::max(last, g.last_key[r]);
-  return last == SIZE_MAX ? g.num_keys : std::min(g.num_keys, last + 1);
+  size_t horizon = 0;
+  for (size_t r = 0; r < g.num_rows; ++r) horizon = std::max(horizon, g.rule[r].Horizon(0));
+  return std::min(g.num_keys, horizon);
 }
 
 }  // namespace

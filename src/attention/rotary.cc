@@ -6,10 +6,10 @@
 
 namespace mha {
 
-void RotateRows(const RotaryConfig& rotary, float* x, size_t ld, size_t seq_len, size_t batch,
+void RotateRows(const Rotation& rotary, float* x, size_t ld, size_t seq_len, size_t batch,
                 bool batch_first, size_t num_heads, size_t head_dim, size_t first_position,
                 std::vector<float>* table) {
-  const size_t dim = static_cast<size_t>(rotary.dim), half = dim / 2;
+  const size_t dim = rotary.dim, half = dim / 2;
   // Row s: the dim/2 cosines, then the dim/2 sines, of position first + s.
   // Angles in double: at position 4096 a float32 angle would be off by ~3e-4.
   table->resize(seq_len * dim);

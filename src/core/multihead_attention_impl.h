@@ -1,4 +1,5 @@
-// The private state of MultiheadAttention, shared by its two source files.
+// The private state of MultiheadAttention, shared by its source files, and
+// the stages of its forward pass (multihead_attention_run.cc).
 #ifndef MHA_SRC_CORE_MULTIHEAD_ATTENTION_IMPL_H_
 #define MHA_SRC_CORE_MULTIHEAD_ATTENTION_IMPL_H_
 
@@ -9,19 +10,26 @@
 
 #include "src/attention/aligned_buffer.h"
 #include "src/attention/attention.h"
-#include "src/kernels/kernels.h"
 #include "src/attention/linear.h"
+#include "src/core/attention_call.h"
+#include "src/kernels/kernels.h"
 #include "src/multihead_attention.h"
 
 namespace mha {
 
-// A forward call as its checks found it: its dims and the attention kernel
-// that runs it, decided once here.
+// A forward call as its checks found it (CheckForward builds it): the
+// attention plan, with its kernel decided there once, and the layout.
 struct ForwardPlan {
+  AttentionPlan attention;
   bool batched = false;
-  int64_t L = 0, S = 0, N = 1;  // S: new keys (the key argument's rows)
-  int64_t P = 0;                // keys in the cache before the call
-  AttentionKernel kernel = AttentionKernel::kFlash;
+  bool batch_first = false;  // batched and config.batch_first
+};
+
+// The projected queries, keys and values: rows in the inputs' memory order
+// ((seq, N) or (N, seq)), ld floats apart.
+struct Projections {
+  float *q = nullptr, *k = nullptr, *v = nullptr;
+  size_t q_ld = 0, k_ld = 0, v_ld = 0;
 };
 
 // Parameters, their packed forms and the reusable per-forward buffers.
@@ -48,14 +56,34 @@ struct MultiheadAttention::Impl {
   std::vector<float> kpm_storage, mask_storage, rotary_table;
   std::vector<kernels::AttentionHead> heads;
   std::vector<size_t> live_keys;                // per batch entry
+  bool trimmed = false;                         // live_keys stops before some keys
   std::vector<PackedLinear::Block> key_blocks;  // their rows of the key projections
   int64_t embed_dim = 0, kdim = 0, vdim = 0;
 
-  // The forward pass on validated inputs (multihead_attention_forward.cc).
-  // Throws std::bad_alloc when buffers cannot grow, leaving the cache as it was.
+  // The forward pass on validated inputs, stage by stage (below). Throws
+  // std::bad_alloc when buffers cannot grow, leaving the cache as it was.
   void Run(const MultiheadAttentionConfig& c, const ForwardPlan& plan, const TensorView& query,
            const TensorView& key, const TensorView& value, const ForwardOptions& options,
            ForwardResult* result, ThreadPool* pool);
+
+  // Key padding as an additive mask (null without one). Without weights or
+  // a cache, keys it removes at the end of a batch entry are never
+  // attended: live_keys stops each entry before them and `trimmed` says so.
+  const float* TrimKeyPadding(const ForwardPlan& plan, const ForwardOptions& o);
+  // Q, K and V (the live keys' rows only when trimmed).
+  Projections Project(const ForwardPlan& plan, const TensorView& query, const TensorView& key,
+                      const TensorView& value, ThreadPool* pool);
+  // Turns the projected queries and new keys by their positions.
+  void Rotate(const MultiheadAttentionConfig& c, const ForwardPlan& plan, const Projections& p);
+  // Appends the keys (AppendKeys) and lays out everything attention reads
+  // and writes, allocating the output and weights.
+  HeadSources Sources(const MultiheadAttentionConfig& c, const ForwardPlan& plan,
+                      const Projections& p, const float* key_padding, const ForwardOptions& o,
+                      ForwardResult* result);
+  // The output projection, and the weights (averaged over heads if asked)
+  // with their shape.
+  void Finish(const ForwardPlan& plan, const TensorView& query, const ForwardOptions& o,
+              const HeadSources& sources, ForwardResult* result, ThreadPool* pool);
 };
 
 }  // namespace mha

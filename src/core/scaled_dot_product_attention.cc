@@ -7,8 +7,9 @@
 #include <new>
 
 #include "src/attention/attention.h"
+#include "src/core/attention_call.h"
 #include "src/core/kv_cache_internal.h"
-#include "src/multihead_attention.h"
+#include "src/scaled_dot_product_attention.h"
 
 namespace mha {
 namespace {
@@ -55,7 +56,7 @@ struct SdpaDims {
   int64_t B = 0, H = 1, L = 0, E = 0;  // query (B, H, L, E)
   int64_t Hkv = 1, S = 0, Ev = 0;      // key (B, Hkv, S, E), value (B, Hkv, S, Ev): new rows
   int64_t P = 0;                       // cached keys before the call
-  AttentionKernel kernel = AttentionKernel::kFlash;  // decided once, by CheckSdpa
+  std::vector<size_t> mask_strides;    // per dim of (B, H, L, T) or (B, L, T), 0: broadcast
 };
 
 Status CheckCache(const KVCache& cache, const SdpaDims& d) {
@@ -139,8 +140,70 @@ Status CheckSdpa(const TensorView& query, const TensorView& key, const TensorVie
   if (options.is_causal && options.attn_mask.present()) {
     return Status::InvalidArgument("attn_mask: must not be given together with is_causal");
   }
-  d->kernel = ChooseAttentionKernel(static_cast<size_t>(d->L), false, 0);
   return Status::Ok();
+}
+
+// The mask against (B, H, L, T); the output and a converted bool mask must
+// be addressable, or their sizes and offsets would wrap around (size_t is 32
+// bits in WebAssembly).
+Status CheckMaskAndOutput(const TensorView& query, const TensorView& value,
+                          const SdpaOptions& options, SdpaDims* d, Shape* out_shape) {
+  const int64_t T = d->P + d->S;
+  const Shape target = d->rank == 4 ? Shape{d->B, d->H, d->L, T} : Shape{d->B, d->L, T};
+  if (options.attn_mask.present()) {
+    MHA_RETURN_IF_ERROR(MaskStrides(options.attn_mask, target, &d->mask_strides));
+    MHA_RETURN_IF_ERROR(
+        CheckDimsAndData("attn_mask", options.attn_mask.shape, options.attn_mask.data()));
+  }
+  *out_shape = query.shape;
+  (*out_shape)[d->rank - 1] = d->Ev;
+  if (!Addressable(std::max(ElementCount(*out_shape), ElementCount(options.attn_mask.shape)))) {
+    return Status::OutOfMemory("out of memory for query " +
+                               ShapeString(query.shape) + " and value " + ShapeString(value.shape) +
+                               ": the output would exceed the address space");
+  }
+  return Status::Ok();
+}
+
+// The call's plan (MakePlan decides its kernel, once).
+AttentionPlan Plan(const SdpaDims& d, const SdpaOptions& options) {
+  const float scale =
+      options.scale != 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(d.E));
+  return MakePlan({d.B, d.H, d.Hkv, d.L, d.S, d.P, d.E, d.Ev}, 0, false, options.is_causal, scale);
+}
+
+// The stages on checked inputs (attention_call.h). Throws std::bad_alloc,
+// leaving the cache as it was.
+void Run(const AttentionPlan& plan, const SdpaDims& d, const TensorView& query,
+         const TensorView& key, const TensorView& value, const SdpaOptions& options,
+         Tensor* output, ThreadPool* pool) {
+  const size_t H = plan.H, L = plan.L, E = plan.qk_dim, Ev = plan.v_dim;
+  const size_t S = plan.S, Hkv = plan.Hkv;
+  std::vector<float> mask_storage;
+  output->data.assign(plan.N * H * L * Ev, 0.0f);
+  HeadSources sources;
+  sources.q = {query.data, H * L * E, L * E, E};
+  sources.out = {output->data.data(), H * L * Ev, L * Ev, Ev};
+  KVRows rows;
+  rows.keys = key.data;
+  rows.values = value.data;
+  rows.k_batch = Hkv * S * E;
+  rows.k_head = S * E;
+  rows.k_step = E;
+  rows.v_batch = Hkv * S * Ev;
+  rows.v_head = S * Ev;
+  rows.v_step = Ev;
+  sources.kv = AppendKeys(options.cache, rows, S);
+  if (const float* mask = AdditiveMask(options.attn_mask, 0, &mask_storage)) {
+    const std::vector<size_t>& strides = d.mask_strides;
+    sources.mask = {mask, strides[0], d.rank == 4 ? strides[1] : 0, strides[d.rank - 2]};
+  }
+  // One grow-only scratch per calling thread: no allocation per call.
+  thread_local AlignedBuffer scratch;
+  std::vector<kernels::AttentionHead> heads;
+  FillHeads(plan, sources, &heads);
+  if (L > 0 && Ev > 0) RunAttentionHeads(heads, plan.kernel, pool, &scratch);
+  CommitKeys(options.cache, plan.T());
 }
 
 }  // namespace
@@ -150,78 +213,13 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
                                  Tensor* output, ThreadPool* pool) {
   std::unique_lock<std::mutex> cache_lock;
   if (options.cache != nullptr) cache_lock = KVCacheAccess::Lock(*options.cache);
-  SdpaDims d;
-  MHA_RETURN_IF_ERROR(CheckSdpa(query, key, value, options, &d));
-  const size_t rank = d.rank;
-  const int64_t B = d.B, H = d.H, L = d.L, E = d.E, S = d.S, Ev = d.Ev, Hkv = d.Hkv;
-  const int64_t T = d.P + S;  // keys attended
-  const Shape target = rank == 4 ? Shape{B, H, L, T} : Shape{B, L, T};
-  std::vector<size_t> strides;
-  if (options.attn_mask.present()) {
-    MHA_RETURN_IF_ERROR(MaskStrides(options.attn_mask, target, &strides));
-    MHA_RETURN_IF_ERROR(
-        CheckDimsAndData("attn_mask", options.attn_mask.shape, options.attn_mask.data()));
-  }
-  // The output and a converted bool mask must be addressable, or their sizes
-  // and offsets would wrap around (size_t is 32 bits in WebAssembly).
-  Shape out_shape = query.shape;
-  out_shape[rank - 1] = Ev;
-  if (!Addressable(std::max(ElementCount(out_shape), ElementCount(options.attn_mask.shape)))) {
-    return Status::OutOfMemory("out of memory for query " +
-                               ShapeString(query.shape) + " and value " + ShapeString(value.shape) +
-                               ": the output would exceed the address space");
-  }
-  try {
-    std::vector<float> mask_storage;
-    const float* mask = AdditiveMask(options.attn_mask, 0, &mask_storage);
+  try {  // the checks allocate too (shapes, messages)
+    SdpaDims d;
+    Shape out_shape;
+    MHA_RETURN_IF_ERROR(CheckSdpa(query, key, value, options, &d));
+    MHA_RETURN_IF_ERROR(CheckMaskAndOutput(query, value, options, &d, &out_shape));
     output->shape = out_shape;
-    output->data.assign(static_cast<size_t>(NumElements(out_shape)), 0.0f);
-    const float scale = options.scale != 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(E));
-    KVRows kv;  // the inputs, or the cache's rows (float16 ones read as stored)
-    kv.keys = key.data;
-    kv.values = value.data;
-    kv.k_batch = Hkv * S * E;
-    kv.k_head = S * E;
-    kv.k_step = E;
-    kv.v_batch = Hkv * S * Ev;
-    kv.v_head = S * Ev;
-    kv.v_step = Ev;
-    // One grow-only scratch per calling thread: no allocation per call.
-    thread_local AlignedBuffer scratch;
-    // Written rows count only after Grow, the last step: an error before it
-    // leaves the cache as it was.
-    if (options.cache != nullptr) {
-      KVCacheAccess::Write(*options.cache, {kv.keys, kv.k_batch, kv.k_step, kv.k_head},
-                           {kv.values, kv.v_batch, kv.v_step, kv.v_head}, S);
-      kv = KVCacheAccess::Read(*options.cache);
-    }
-    std::vector<kernels::AttentionHead> heads;
-    for (int64_t b = 0; b < B; ++b) {
-      for (int64_t h = 0; h < H; ++h) {
-        const size_t bh = b * H + h, g = h / (H / Hkv);
-        kernels::AttentionHead head;
-        head.q = query.data + bh * L * E;
-        head.q_stride = E;
-        kv.PointHead(b, g, &head);
-        head.out = output->data.data() + bh * L * Ev;
-        head.out_stride = Ev;
-        head.num_queries = L;
-        head.masked_keys = T;
-        head.qk_dim = E;
-        head.v_dim = Ev;
-        head.scale = scale;
-        head.causal = options.is_causal;
-        head.causal_offset = d.P;
-        if (mask != nullptr) {
-          const size_t batch_offset = b * strides[0] + (rank == 4 ? h * strides[1] : 0);
-          head.mask = mask + batch_offset;
-          head.mask_stride = strides[rank - 2];
-        }
-        if (L > 0 && Ev > 0) heads.push_back(head);
-      }
-    }
-    RunAttentionHeads(heads, d.kernel, pool, &scratch);
-    if (options.cache != nullptr) KVCacheAccess::Grow(*options.cache, T);
+    Run(Plan(d, options), d, query, key, value, options, output, pool);
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("out of memory for query " +
                                ShapeString(query.shape) + " and key " + ShapeString(key.shape));

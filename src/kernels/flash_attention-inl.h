@@ -28,6 +28,7 @@
 #include "src/kernels/float16-inl.h"
 #include "src/kernels/kernels.h"
 #include "src/kernels/register_tile-inl.h"
+#include "src/kernels/score_rule-inl.h"
 #include "src/kernels/softmax-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -121,9 +122,6 @@ inline void CopyValueRow(const AttentionHead& h, size_t j, float* HWY_RESTRICT r
   }
 }
 
-// The position of query i, which causal masking compares with key indices.
-inline size_t Position(const AttentionHead& h, size_t i) { return i + h.causal_offset; }
-
 // Keys of [j0, j0 + cols) that masks apply to (the rest are extra keys).
 inline size_t MaskedCols(const AttentionHead& h, size_t j0, size_t cols) {
   return h.masked_keys > j0 ? HWY_MIN(cols, h.masked_keys - j0) : 0;
@@ -135,10 +133,9 @@ constexpr float kLog2e = 1.44269504f;
 // qt[d * chunk + q] = scale * Q[i0 + q][d] for q < n; zero up to n_pad.
 // Four query rows at a time: StoreInterleaved4 turns a vector of each row's
 // dims into groups of four queries per dim, and each group is one 16-byte
-// copy. Where keys are few the transpose is a visible part of attention: in
-// a forward of L = 4096, S = 1, E = 512 (AVX2, Zen 3, perf samples) attention
-// went from 9.3 % to 6.0 % of the time with this, element by element before;
-// what is left there is mostly reading Q and writing the output from memory.
+// copy. Where keys are few (many queries against a short context) the
+// transpose is a visible part of attention, and element by element it cost
+// half as much again (figures: commit dc49d50).
 inline void TransposeQueryChunk(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
                                 float scale, float* HWY_RESTRICT qt) {
   const hn::ScalableTag<float> d;
@@ -195,10 +192,9 @@ inline void ScoreTile(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
       k_rows[r] = KeyRow(h, j0, s.kt, j0 + c + HWY_MIN(r, rows - 1));
     }
     for (size_t q = 0; q < n_pad; q += 2 * lanes) {
-      // Causal: every key of these rows is after every query of these
-      // columns; the causal fill below writes them.
-      if (h.causal && j0 + c + rows <= h.masked_keys &&
-          j0 + c > Position(h, i0 + q + 2 * lanes - 1)) {
+      // Causal: every key of these rows is beyond every query's horizon in
+      // these columns; ApplyScoreRule below writes them.
+      if (j0 + c + rows <= h.masked_keys && j0 + c >= h.rule.Horizon(i0 + q + 2 * lanes - 1)) {
         continue;
       }
       float* out = st + c * chunk + q;
@@ -209,23 +205,7 @@ inline void ScoreTile(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
           });
     }
   }
-  for (size_t c = 0; c < masked_cols; ++c) {
-    const size_t j = j0 + c;
-    float* row = st + c * chunk;
-    if (h.key_bias != nullptr) {
-      const auto bias = hn::Set(d, h.key_bias[j] * unit);
-      for (size_t q = 0; q < n_pad; q += lanes) {
-        hn::Store(hn::Add(hn::Load(d, row + q), bias), d, row + q);
-      }
-    }
-    if (h.mask != nullptr) {
-      for (size_t q = 0; q < n; ++q) row[q] += h.mask[(i0 + q) * h.mask_stride + j] * unit;
-    }
-    // Causal: queries whose position is before j.
-    if (h.causal && j > Position(h, i0)) {
-      std::fill(row, row + HWY_MIN(n, j - Position(h, i0)), kNegInf);
-    }
-  }
+  ApplyScoreRule(h.rule, i0, n, j0, masked_cols, unit, st, chunk);
 }
 
 // The online softmax over one tile of base-2 scores, lane-wise per query:
@@ -284,8 +264,8 @@ inline void AccumulateTile(const AttentionHead& h, size_t i0, size_t n, size_t j
     const size_t rows = HWY_MIN(kTileRows, n - q0);
     // Causal: keys after the block's last query weigh 0 for all its rows.
     size_t keys = cols;
-    if (h.causal && j0 + cols <= h.masked_keys) {
-      const size_t end = Position(h, i0 + q0 + kTileRows);
+    if (h.rule.causal && j0 + cols <= h.masked_keys) {
+      const size_t end = h.rule.Horizon(i0 + q0 + kTileRows - 1);
       keys = HWY_MIN(cols, end > j0 ? end - j0 : 0);
     }
     // Columns of st up to PaddedQueries(n) exist: no repeated rows needed.
@@ -310,8 +290,9 @@ inline void AccumulateTile(const AttentionHead& h, size_t i0, size_t n, size_t j
 // Keys of [j0, j0 + cols) up to the last one key padding leaves: trailing
 // padded keys weigh 0 and are not computed (0 for a fully padded tile).
 inline size_t UnpaddedCols(const AttentionHead& h, size_t j0, size_t cols) {
-  if (h.key_bias == nullptr || j0 + cols > h.masked_keys) return cols;
-  while (cols > 0 && h.key_bias[j0 + cols - 1] == kNegInf) --cols;
+  const float* key_bias = h.rule.key_bias;
+  if (key_bias == nullptr || j0 + cols > h.masked_keys) return cols;
+  while (cols > 0 && key_bias[j0 + cols - 1] == kNegInf) --cols;
   return cols;
 }
 
@@ -340,7 +321,7 @@ inline void FlashChunk(const AttentionHead& h, size_t i0, size_t n, const ChunkS
     const size_t cols = UnpaddedCols(h, j0, HWY_MIN(kKeyTile, num_keys - j0));
     // Causal: every query of the chunk is before this tile's first key (a
     // later tile may still hold the never-masked extra keys).
-    if (cols == 0 || (h.causal && j0 + cols <= h.masked_keys && j0 > Position(h, i0 + n - 1))) {
+    if (cols == 0 || (j0 + cols <= h.masked_keys && j0 >= h.rule.Horizon(i0 + n - 1))) {
       continue;
     }
     ScoreTile(h, i0, n, n_pad, j0, cols, kLog2e, s);

@@ -115,13 +115,13 @@ void CheckAttention(const AttentionCase& c, uint32_t seed) {
   h.qk_dim = c.qk_dim;
   h.v_dim = c.v_dim;
   h.scale = 0.7f;
-  h.causal = c.causal;
-  h.causal_offset = c.causal_offset;
+  h.rule.causal = c.causal;
+  h.rule.causal_offset = c.causal_offset;
   if (c.mask) {
-    h.mask = mask.data();
-    h.mask_stride = c.keys;
+    h.rule.mask = mask.data();
+    h.rule.mask_stride = c.keys;
   }
-  if (c.key_bias) h.key_bias = key_bias.data();
+  if (c.key_bias) h.rule.key_bias = key_bias.data();
   const size_t out_stride = c.v_dim + 3;
   std::vector<float> out(c.queries * out_stride), weights;
   h.out = out.data();
@@ -221,7 +221,6 @@ void CheckDecode(const DecodeCase& c, uint32_t seed) {
   g.half = c.half;
   g.k_stride = k_stride;
   g.v_stride = v_stride;
-  g.key_bias = c.key_bias ? key_bias.data() : nullptr;
   g.num_keys = c.keys;
   g.qk_dim = c.qk_dim;
   g.v_dim = c.v_dim;
@@ -230,8 +229,6 @@ void CheckDecode(const DecodeCase& c, uint32_t seed) {
   for (size_t r = 0; r < rows; ++r) {
     g.q[r] = q.data() + r * c.qk_dim;
     g.out[r] = out.data() + r * c.v_dim;
-    g.mask[r] = c.mask ? mask.data() + r * c.keys : nullptr;
-    g.last_key[r] = c.causal ? offset + r % c.queries : SIZE_MAX;
   }
   g.num_rows = rows;
   for (size_t h = 0; h < c.heads; ++h) {
@@ -247,11 +244,15 @@ void CheckDecode(const DecodeCase& c, uint32_t seed) {
     head.qk_dim = c.qk_dim;
     head.v_dim = c.v_dim;
     head.scale = g.scale;
-    head.causal = c.causal;
-    head.causal_offset = offset;
-    head.mask = g.mask[h * c.queries];
-    head.mask_stride = c.keys;
-    head.key_bias = g.key_bias;
+    head.rule.causal = c.causal;
+    head.rule.causal_offset = offset;
+    if (c.mask) {
+      head.rule.mask = mask.data() + h * c.queries * c.keys;
+      head.rule.mask_stride = c.keys;
+    }
+    if (c.key_bias) head.rule.key_bias = key_bias.data();
+    // The group's rows of this head, as RunDecodeHeads makes them.
+    for (size_t i = 0; i < c.queries; ++i) g.rule[h * c.queries + i] = head.rule.Row(i);
     std::vector<float> head_out, weights;
     ReferenceAttention(head, &head_out, &weights);
     expected.insert(expected.end(), head_out.begin(), head_out.end());
@@ -284,6 +285,68 @@ TEST_P(KernelTest, DecodeMatchesReference) {
   }
 }
 
+// One head of few queries through the three paths that apply ScoreRule:
+// the flash kernel, its weights path and the decode kernel (two key ranges).
+// They must agree with each other (and the reference) on which keys each
+// query sees and with what bias: causal after a cache, masks, padded keys.
+TEST_P(KernelTest, FlashWeightsAndDecodePathsAgree) {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  uint32_t seed = 300;
+  for (size_t queries : {1, 3, 16}) {
+    for (size_t keys : {1, 70, 200}) {
+      SCOPED_TRACE(testing::Message() << "L=" << queries << " T=" << keys);
+      // The queries are the last positions (all of them past the keys when fewer).
+      const size_t dim = 16, offset = keys > queries ? keys - queries : 0;
+      const std::vector<float> q = RandomVector(queries * dim, seed++);
+      const Keys stored = RandomKeys(keys, dim, dim, false, seed++);
+      std::vector<float> mask = RandomVector(queries * keys, seed++), key_bias(keys, 0.25f);
+      for (size_t i = 0; i < mask.size(); i += 3) mask[i] = neg_inf;
+      for (size_t j = 1; j < keys; j += 4) key_bias[j] = neg_inf;
+      AttentionHead h;
+      h.q = q.data();
+      h.q_stride = h.k_stride = h.v_stride = h.out_stride = h.qk_dim = h.v_dim = dim;
+      h.k = stored.k.data();
+      h.v = stored.v.data();
+      h.num_queries = queries;
+      h.masked_keys = keys;
+      h.scale = 0.3f;
+      h.rule = {key_bias.data(), mask.data(), keys, true, offset};
+      std::vector<float> expected, expected_weights, flash(queries * dim), with_weights(queries * dim),
+          decode(queries * dim), weights(queries * keys);
+      ReferenceAttention(h, &expected, &expected_weights);
+      auto scratch = hwy::AllocateAligned<float>(mha::kernels::AttentionScratchSize(h));
+      h.out = flash.data();
+      mha::kernels::Attention(h, 0, queries, scratch.get());
+      h.out = with_weights.data();
+      h.weights = weights.data();
+      h.weights_stride = keys;
+      mha::kernels::Attention(h, 0, queries, scratch.get());
+      mha::kernels::DecodeGroup g;
+      g.k = h.k;
+      g.v = h.v;
+      g.k_stride = g.v_stride = g.qk_dim = g.v_dim = dim;
+      g.num_keys = keys;
+      g.scale = h.scale;
+      g.num_rows = queries;
+      for (size_t i = 0; i < queries; ++i) {
+        g.q[i] = q.data() + i * dim;
+        g.out[i] = decode.data() + i * dim;
+        g.rule[i] = h.rule.Row(i);
+      }
+      const size_t state = mha::kernels::DecodeStateSize(g);
+      std::vector<float> states(2 * state);
+      auto decode_scratch = hwy::AllocateAligned<float>(mha::kernels::DecodeScratchSize(g));
+      mha::kernels::DecodePartial(g, 0, keys / 2, states.data(), decode_scratch.get());
+      mha::kernels::DecodePartial(g, keys / 2, keys, states.data() + state, decode_scratch.get());
+      mha::kernels::DecodeMerge(g, states.data(), 2, state);
+      ExpectNear(flash, expected, "flash");
+      ExpectNear(with_weights, flash, "weights path vs flash");
+      ExpectNear(decode, flash, "decode vs flash");
+      ExpectNear(weights, expected_weights, "weights");
+    }
+  }
+}
+
 TEST_P(KernelTest, FullyMaskedRowIsNaN) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
   for (bool weights : {false, true}) {
@@ -297,8 +360,8 @@ TEST_P(KernelTest, FullyMaskedRowIsNaN) {
     h.num_queries = 2;
     h.masked_keys = 3;
     h.qk_dim = h.v_dim = 4;
-    h.mask = mask.data();
-    h.mask_stride = 3;
+    h.rule.mask = mask.data();
+    h.rule.mask_stride = 3;
     std::vector<float> out(8), w(6);
     if (weights) {
       h.weights = w.data();

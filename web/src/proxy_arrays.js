@@ -2,12 +2,10 @@
 // caller keeps its arrays and may change them at once), but cheaply. Where the page can share
 // memory (cross-origin isolated, as the threaded build needs anyway) the client copies each array
 // once into a SharedArrayBuffer that the worker reads in place; elsewhere postMessage clones them.
-// Chromium 156 clones at about 0.5 GB/s (fresh allocations on both sides): a W4 forward's 4.25 MB
-// of inputs took 8.9 ms on the page's thread and 14 ms until the worker had them; copied into
-// shared memory, 0.9 and 4.0 ms. Small calls gain a little too (round trip to a worker with two
-// arrays of 16 KB: 0.20 ms cloned, 0.14 ms shared; of 1 KB: 0.11 and 0.10 ms), so every call with
-// arrays that goes by postMessage uses it (load 10, AMD EPYC Zen 3); most small ones now go through
-// proxy_channel.js instead. A staging buffer is used again once the call that filled it has been
+// A structured clone allocates afresh on both sides and is several times slower than one copy into
+// shared memory, for large inputs (a forward's megabytes) and a little for small ones, so every
+// call with arrays that goes by postMessage uses it (figures: commit 4d49fdf); most small calls
+// go through proxy_channel.js instead. A staging buffer is used again once the call that filled it has been
 // answered, so steady calls allocate nothing.
 // In a message, each array is { [ARRAY]: index } and the message carries either
 // `staged: { buffer, views: [[type, byteOffset, length], ...] }` or `arrays: [copies]`.
