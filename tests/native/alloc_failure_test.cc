@@ -3,9 +3,10 @@
 // "Decoding": on any error the cache is left as it was), and the next call
 // gives exactly what a twin that never failed gives.
 //
-// This binary replaces the global operator new (plain and aligned; the
-// core's AlignedBuffer uses the aligned one), so the k-th allocation after
-// FailAllocation(k) throws std::bad_alloc.
+// This binary replaces the global operator new (plain and aligned, throwing
+// and nothrow: the core's AlignedBuffer uses the aligned nothrow one), so the
+// k-th allocation after FailAllocation(k) fails (throws std::bad_alloc, or
+// returns null from the nothrow forms).
 #include <atomic>
 #include <cstdlib>
 #include <memory>
@@ -45,6 +46,20 @@ void* Allocate(size_t size, size_t alignment) {
 void* operator new(size_t size) { return Allocate(size, alignof(std::max_align_t)); }
 void* operator new(size_t size, std::align_val_t alignment) {
   return Allocate(size, static_cast<size_t>(alignment));
+}
+void* operator new(size_t size, const std::nothrow_t&) noexcept {
+  try {
+    return Allocate(size, alignof(std::max_align_t));
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void* operator new(size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept {
+  try {
+    return Allocate(size, static_cast<size_t>(alignment));
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
