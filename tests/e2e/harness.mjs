@@ -7,7 +7,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe } from 'node:test';
+import { after, before, beforeEach, describe } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createStaticServer } from '../../scripts/static_server.mjs';
 import { chromium } from 'playwright-core';
@@ -92,6 +92,10 @@ export function useDemoPage({ isolated = true, query = '' } = {}, body) {
     before(async () => {
       server = await startServer(demo.browser, { isolated });
       await openDemo(demo.page, `${server.url}${query}`);
+    });
+    // After a test that found the page stuck, the next ones get it afresh.
+    beforeEach(async () => {
+      if (demo.page.control.timedOut) await openDemo(demo.page, `${server.url}${query}`);
     });
     after(() => server?.stop());
     body(demo);

@@ -154,7 +154,9 @@
     await fetch(`${control}/result`, { method: 'POST', body, headers: { 'Content-Type': 'text/plain' } });
   }
 
+  // From the load event on, as playwright's goto: the page's module scripts have run by then.
   (async function poll() {
+    if (document.readyState !== 'complete') await new Promise((resolve) => addEventListener('load', resolve, { once: true }));
     for (;;) {
       let commands;
       try {

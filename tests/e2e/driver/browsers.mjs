@@ -47,11 +47,29 @@ const version = (command, args) => {
   }
 };
 
+// The process groups started here and not yet stopped: ended when this process ends, however it
+// ends (a test file that fails or is killed must not leave a browser running).
+const groups = new Set();
+const killGroups = () => {
+  for (const pid of groups) {
+    try { process.kill(-pid, 'SIGKILL'); } catch { /* gone */ }
+  }
+};
+process.once('exit', killGroups);
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    killGroups();
+    process.exit(128 + (signal === 'SIGINT' ? 2 : 15));
+  });
+}
+
 // A process started in its own group, so that closing ends its children too (xvfb-run's Xvfb,
 // the browser's content processes).
 function startGroup(command, args, env) {
   const child = spawn(command, args, { detached: true, stdio: 'ignore', env: { ...process.env, ...env } });
+  groups.add(child.pid);
   const exited = new Promise((resolve) => child.once('exit', resolve));
+  exited.then(() => groups.delete(child.pid));
   return {
     exited,
     async stop() {

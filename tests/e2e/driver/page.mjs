@@ -114,7 +114,10 @@ export class Page {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     };
-    return this.evaluate(poll, [fn.toString(), arg ?? null, timeout], { timeout: timeout + 10_000 });
+    return this.evaluate(poll, [fn.toString(), arg ?? null, timeout], { timeout: timeout + 10_000 }).catch((error) => {
+      this.control.timedOut = true;   // the page is stuck as much as when it does not answer
+      throw error;
+    });
   }
 
   locator(selector) {
