@@ -34,9 +34,10 @@ export function table() {
   ];
   for (const row of rows()) {
     const { isolated, not } = row.byIsolation;
-    const notes = isolated.threadsOffReason ? `isolated, but threads off: ${isolated.threadsOffReason}` : '';
-    lines.push(`| ${row.engine} | ${row.label} ${row.version} | \`${isolated.build}\` | ${isolated.threadsOffReason ? 'no' : 'yes'} | ` +
-               `${isolated.relaxedSimd ? 'yes' : 'no'} | \`${not.build}\`, ${not.threads} thread | ${notes} |`);
+    const threads = isolated.threadsOffReason ? `no: ${isolated.threadsOffReason}` : 'yes';
+    const tested = `${row.product} ${row.version}${row.variant ? ` ${row.variant}` : ''}`;
+    lines.push(`| ${row.engine} | ${tested} | \`${isolated.build}\` | ${threads} | ` +
+               `${isolated.relaxedSimd ? 'yes' : 'no'} | \`${not.build}\`, ${not.threads} thread | ${row.notes} |`);
   }
   return lines.join('\n');
 }

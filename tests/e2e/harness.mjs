@@ -74,7 +74,8 @@ export async function startServer(browser, { isolated = true, tests = false } = 
 export function recordBrowserInfo(browser, isolated, info) {
   const dir = join(RESULTS_DIR, 'browsers');
   mkdirSync(dir, { recursive: true });
-  const row = { browser: browser.name, label: browser.label, engine: browser.spec.engine, version: browser.version, isolated, info };
+  const { engine, product, variant = '', notes } = browser.spec;
+  const row = { browser: browser.name, engine, product, variant, notes, version: browser.version, isolated, info };
   writeFileSync(join(dir, `${browser.name}-${isolated ? 'isolated' : 'not-isolated'}.json`), `${JSON.stringify(row, null, 2)}\n`);
 }
 

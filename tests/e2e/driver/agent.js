@@ -43,10 +43,23 @@
     return found;
   };
   const fire = (target, type, init = {}) => target.dispatchEvent(new Event(type, { bubbles: true, ...init }));
+  // The agent's pointer is pointerId 1 (the mouse's in Chromium and WebKit). Headless Firefox
+  // has no active mouse pointer until the OS moves one, so a page's setPointerCapture throws for
+  // the synthetic one: capture is skipped for it (only it, only that error).
+  const SYNTHETIC_POINTER = 1;
+  const capture = Element.prototype.setPointerCapture;
+  Element.prototype.setPointerCapture = function setPointerCapture(id) {
+    try {
+      return capture.call(this, id);
+    } catch (error) {
+      if (id !== SYNTHETIC_POINTER || error.name !== 'NotFoundError') throw error;
+      return undefined;
+    }
+  };
   const pointer = (target, type, x, y, buttons) => {
     const init = { bubbles: true, cancelable: true, composed: true, clientX: x, clientY: y, buttons, button: 0 };
     const PointerType = type.startsWith('pointer') ? PointerEvent : MouseEvent;
-    target.dispatchEvent(new PointerType(type, { ...init, pointerId: 1, pointerType: 'mouse', isPrimary: true }));
+    target.dispatchEvent(new PointerType(type, { ...init, pointerId: SYNTHETIC_POINTER, pointerType: 'mouse', isPrimary: true }));
   };
   const toFiles = (files) => {
     const transfer = new DataTransfer();

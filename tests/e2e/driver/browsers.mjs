@@ -129,14 +129,26 @@ function webkitLauncher(sharedArrayBuffer) {
   };
 }
 
-// What each engine is expected to have (the tests check the package's choices against these).
+// What each engine is expected to have (the tests check the package's choices against these),
+// and how the README's browser table names it (product, variant, notes).
 export const BROWSERS = {
-  chromium: { label: 'Chromium', engine: 'Blink', launch: launchChromium, sharedArrayBuffer: true, relaxedSimd: true },
-  firefox: { label: 'Firefox', engine: 'Gecko', launch: launchFirefox, sharedArrayBuffer: true, relaxedSimd: true },
-  webkit: { label: 'WebKit', engine: 'WebKit (WebKitGTK)', launch: webkitLauncher(false), sharedArrayBuffer: false, relaxedSimd: false },
+  chromium: {
+    label: 'Chromium', engine: 'Blink', product: 'Chromium', launch: launchChromium,
+    sharedArrayBuffer: true, relaxedSimd: true, notes: '',
+  },
+  firefox: {
+    label: 'Firefox', engine: 'Gecko', product: 'Firefox ESR', launch: launchFirefox,
+    sharedArrayBuffer: true, relaxedSimd: true, notes: '',
+  },
+  webkit: {
+    label: 'WebKit', engine: 'WebKit', product: 'WebKitGTK', launch: webkitLauncher(false),
+    sharedArrayBuffer: false, relaxedSimd: false,
+    notes: 'cross-origin isolated, but WebKitGTK has no SharedArrayBuffer (WebKit bug 268068)',
+  },
   'webkit-sab': {
-    label: 'WebKit with JSC_useSharedArrayBuffer=1', engine: 'WebKit (WebKitGTK)', launch: webkitLauncher(true),
-    sharedArrayBuffer: true, relaxedSimd: false,
+    label: 'WebKit with JSC_useSharedArrayBuffer=1', engine: 'WebKit', product: 'WebKitGTK',
+    variant: 'with `JSC_useSharedArrayBuffer=1`', launch: webkitLauncher(true), sharedArrayBuffer: true,
+    relaxedSimd: false, notes: "stands in for Safari, which has SharedArrayBuffer on isolated pages",
   },
 };
 
