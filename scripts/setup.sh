@@ -3,9 +3,9 @@
 set -euo pipefail
 
 # The browser tests' engines: chromium, firefox-esr, and WebKitGTK (webkit2gtk-driver brings
-# libwebkit2gtk-4.1-0, whose MiniBrowser the tests launch under xvfb-run).
+# libwebkit2gtk-4.1-0, whose MiniBrowser the tests launch under xvfb-run, which needs xauth).
 PACKAGES=(cmake g++ make libhwy-dev libgtest-dev libbenchmark-dev emscripten chromium clang-14 libclang-rt-14-dev
-          firefox-esr webkit2gtk-driver xvfb)
+          firefox-esr webkit2gtk-driver xvfb xauth)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -137,13 +137,13 @@ export const BROWSERS = {
     sharedArrayBuffer: true, relaxedSimd: true, notes: '',
   },
   firefox: {
-    label: 'Firefox', engine: 'Gecko', product: 'Firefox ESR', launch: launchFirefox,
+    label: 'Firefox', engine: 'Gecko', product: 'Firefox', launch: launchFirefox,
     sharedArrayBuffer: true, relaxedSimd: true, notes: '',
   },
   webkit: {
     label: 'WebKit', engine: 'WebKit', product: 'WebKitGTK', launch: webkitLauncher(false),
     sharedArrayBuffer: false, relaxedSimd: false,
-    notes: 'cross-origin isolated, but WebKitGTK has no SharedArrayBuffer (WebKit bug 268068)',
+    notes: 'WebKitGTK has never enabled SharedArrayBuffer (WebKit bug 268068)',
   },
   'webkit-sab': {
     label: 'WebKit with JSC_useSharedArrayBuffer=1', engine: 'WebKit', product: 'WebKitGTK',
