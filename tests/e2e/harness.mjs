@@ -80,7 +80,7 @@ export function recordBrowserInfo(browser, isolated, info) {
 }
 
 // Opens the demo in ctx's browser and waits for its first run.
-export async function openDemo(page, url) {
+async function openDemo(page, url) {
   await page.goto(url);
   await waitForRunsAbove(page, 0);
 }
