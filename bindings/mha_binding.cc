@@ -3,7 +3,7 @@
 // each call returns a StatusCode and leaves its results (or the error
 // message) in a CallResult. Forward and scaledDotProductAttention, which
 // decoding calls once per token, take a call frame instead of JS objects (see
-// Frame below): reading JS objects through Embind's val costs about a
+// bindings/call_frame.h): reading JS objects through Embind's val costs about a
 // microsecond per property, which made a small step's glue cost ten times its
 // computation.
 #include <emscripten/bind.h>
@@ -22,6 +22,7 @@
 #include "hwy/highway.h"
 #include "hwy/targets.h"
 #include "src/kernels/kernels.h"
+#include "bindings/call_frame.h"
 #include "src/multihead_attention.h"
 
 namespace mha {
@@ -123,65 +124,6 @@ class CallResult {
   std::string message_;
 };
 
-// A call frame: uint32 words that web/src/call_frame.js writes into the heap
-// before a forward or scaledDotProductAttention call and reads after it (the
-// two files must agree on this layout). Tensor slots hold (address or 0 when
-// absent, rank, 1 for a bool mask, index of the slot's first dim in the
-// frame); the dims follow the fixed words. The results are (address, rank,
-// kMaxResultRank dims) each.
-class Frame {
- public:
-  enum Slot { kQuery, kKey, kValue, kKeyPaddingMask, kAttnMask };
-  enum Flag : uint32_t { kNeedWeights = 1, kAverageAttnWeights = 2, kIsCausal = 4, kEnableGqa = 8 };
-
-  explicit Frame(uintptr_t address) : words_(reinterpret_cast<uint32_t*>(address)) {}
-
-  TensorView Tensor(Slot slot) const {
-    const uint32_t* s = SlotWords(slot);
-    return TensorView{reinterpret_cast<const float*>(s[0]), ShapeOf(s)};
-  }
-  MaskView Mask(Slot slot) const {
-    const uint32_t* s = SlotWords(slot);
-    if (s[0] == 0) return MaskView();
-    if (s[2]) return MaskView::Bool(reinterpret_cast<const uint8_t*>(s[0]), ShapeOf(s));
-    return MaskView::Float(reinterpret_cast<const float*>(s[0]), ShapeOf(s));
-  }
-  bool flag(Flag f) const { return (words_[kFlags] & f) != 0; }
-  float scale() const {
-    float scale;
-    std::memcpy(&scale, &words_[kScale], sizeof(scale));
-    return scale;
-  }
-  // The core's results are at most 4-D (weights (N, H, L, S), SDPA (B, H, L, D)).
-  void SetResults(const mha::Tensor& output, const mha::Tensor& weights) {
-    SetResult(kOutput, output);
-    SetResult(kWeights, weights);
-  }
-
- private:
-  static constexpr int kSlotWords = 4;
-  static constexpr int kFlags = 20;
-  static constexpr int kScale = 21;
-  static constexpr int kOutput = 22;
-  static constexpr int kMaxResultRank = 4;
-  static constexpr int kWeights = kOutput + 2 + kMaxResultRank;
-
-  const uint32_t* SlotWords(Slot slot) const { return words_ + kSlotWords * slot; }
-  Shape ShapeOf(const uint32_t* s) const {
-    if (s[0] == 0) return Shape();
-    return Shape(words_ + s[3], words_ + s[3] + s[1]);
-  }
-  void SetResult(int at, const mha::Tensor& tensor) {
-    words_[at] = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(tensor.data.data()));
-    words_[at + 1] = static_cast<uint32_t>(tensor.shape.size());
-    for (size_t i = 0; i < tensor.shape.size() && i < kMaxResultRank; ++i) {
-      words_[at + 2 + i] = static_cast<uint32_t>(tensor.shape[i]);
-    }
-  }
-
-  uint32_t* words_;
-};
-
 // options: {prefix, layout: 'auto' | 'torch' | ..., names: {role: module}};
 // JS checked the types.
 Status WeightOptionsFrom(const val& options, WeightOptions* out) {
@@ -262,9 +204,6 @@ class KVCacheBinding {
     return result.Record(KVCache::Create(c, &cache_));
   }
   double length() const { return static_cast<double>(cache_->length()); }
-  double maxLength() const { return static_cast<double>(cache_->config().max_length); }
-  double batchSize() const { return static_cast<double>(cache_->config().batch_size); }
-  std::string dtype() const { return KVCacheDtypeName(cache_->config().dtype); }
   int truncate(double length, CallResult& result) {
     return result.Record(cache_->Truncate(static_cast<int64_t>(length)));
   }
@@ -309,7 +248,8 @@ class MultiheadAttentionBinding {
                                                 DtypeFrom(dtype), &out.cache_));
   }
 
-  // [{name, shape}] in state_dict order.
+  // [{name, shape}] in state_dict order: JS computes them from the config
+  // (web/src/config.js); tests/js/config.test.js compares the two.
   val parameters() const { return SpecsToJS(module_->Parameters()); }
 
   // entries: [{name, ptr, shape}]; ptr 0 for tensors JS did not copy (those
@@ -419,13 +359,12 @@ EMSCRIPTEN_BINDINGS(mha) {
   emscripten::function("initialize", &Initialize);
   emscripten::function("info", &Info);
   emscripten::function("heapInfo", &HeapInfo);
-  // Tests and benchmarks: force a GEMM register tile (rows; 0: the chosen one).
-  emscripten::function("setGemmTileRows", &kernels::SetGemmTileRows);
   emscripten::function("allocate", &Allocate);
   emscripten::function("free", &Free);
   emscripten::function("scaledDotProductAttention", &ScaledDotProductAttentionBinding,
                        emscripten::allow_raw_pointers());
   emscripten::function("listAttentionModules", &ListAttentionModulesBinding);
+  emscripten::function("frameLayout", &Frame::Layout);
   emscripten::class_<CallResult>("CallResult")
       .constructor<>()
       .function("message", &CallResult::message)
@@ -444,9 +383,6 @@ EMSCRIPTEN_BINDINGS(mha) {
       .constructor<>()
       .function("createFree", &KVCacheBinding::createFree)
       .function("length", &KVCacheBinding::length)
-      .function("maxLength", &KVCacheBinding::maxLength)
-      .function("batchSize", &KVCacheBinding::batchSize)
-      .function("dtype", &KVCacheBinding::dtype)
       .function("truncate", &KVCacheBinding::truncate);
 }
 

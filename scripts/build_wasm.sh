@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the three WebAssembly variants (SIMD128 + pthreads, SIMD128
-# single-thread, relaxed SIMD + pthreads)
+# Builds the WebAssembly builds of web/src/builds.js (SIMD128 + pthreads,
+# SIMD128 single-thread, relaxed SIMD + pthreads), in build/wasm-<build>,
 # with Emscripten through the same CMakeLists, each linked for browsers and for
 # Node from the same objects, and lays them out in dist/:
 #   dist/mha-simd{,-threaded}.wasm, dist/mha-relaxed-simd-threaded.wasm
@@ -21,20 +21,22 @@ export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
 PATH=$(printf '%s' "$PATH" | tr ':' '\n' | grep -v '/node_modules/\.bin$' | paste -sd: -)
 
 HWY_SRC=$(bash scripts/fetch_highway_src.sh)
+# The builds, from their one table (web/src/builds.js): "name file threads relaxedSimd" lines.
+mapfile -t BUILDS < <(node --input-type=module -e "
+  const { BUILDS } = await import('./web/src/builds.js');
+  for (const [name, b] of Object.entries(BUILDS)) console.log(name, b.file, b.threads, b.relaxedSimd);")
+[ "${#BUILDS[@]}" -gt 0 ] || { echo "build_wasm: no builds read from web/src/builds.js" >&2; exit 1; }
+on_off() { if [ "$1" = true ]; then echo ON; else echo OFF; fi; }
 rm -rf dist
 mkdir -p dist/node
-for variant in threaded simd relaxed; do
-  case $variant in
-    threaded) name=mha-simd-threaded flags=(-DMHA_WASM_THREADS=ON -DMHA_WASM_RELAXED_SIMD=OFF) ;;
-    simd) name=mha-simd flags=(-DMHA_WASM_THREADS=OFF -DMHA_WASM_RELAXED_SIMD=OFF) ;;
-    relaxed) name=mha-relaxed-simd-threaded flags=(-DMHA_WASM_THREADS=ON -DMHA_WASM_RELAXED_SIMD=ON) ;;
-  esac
-  dir="build/wasm-$variant"
-  emcmake cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "${flags[@]}" \
-    -DHWY_SOURCE_DIR="$PWD/$HWY_SRC" >/dev/null
+for line in "${BUILDS[@]}"; do
+  read -r build name threads relaxed <<< "$line"
+  dir="build/wasm-$build"
+  emcmake cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DMHA_WASM_THREADS="$(on_off "$threads")" \
+    -DMHA_WASM_RELAXED_SIMD="$(on_off "$relaxed")" -DHWY_SOURCE_DIR="$PWD/$HWY_SRC" >/dev/null
   cmake --build "$dir" -j "$(nproc)"
   cmp "$dir/bindings/browser/$name.wasm" "$dir/bindings/node/$name.wasm"
-  if [ "$variant" = relaxed ]; then
+  if [ "$relaxed" = true ]; then
     # The kernels' placeholder import becomes f32x4.relaxed_madd (see the script).
     node scripts/relax_wasm.mjs "$dir/bindings/browser/$name.wasm" "dist/$name.wasm"
   else
@@ -42,20 +44,19 @@ for variant in threaded simd relaxed; do
   fi
   cp "$dir/bindings/browser/$name.mjs" dist/
   cp "$dir/bindings/node/$name.mjs" dist/node/
-  if [ "$variant" != simd ]; then
+  if [ "$threads" = true ]; then
     cp "$dir/bindings/browser/$name.worker.js" dist/
     cp "$dir/bindings/node/$name.worker.js" dist/node/
-  fi
-done
-# Emscripten 3.1.6 indexes the exception refcount with a signed shift
-# (Atomics.add(HEAP32, ptr >> 2)), which throws for exceptions above 2 GiB:
-# the catch never runs and the module's lock stays held. Make it unsigned.
-for glue in dist/mha-simd-threaded.mjs dist/node/mha-simd-threaded.mjs \
-            dist/mha-relaxed-simd-threaded.mjs dist/node/mha-relaxed-simd-threaded.mjs; do
-  sed -i 's/this\.ptr+0>>2,1)/this.ptr+0>>>2,1)/g' "$glue"
-  if grep -q 'this\.ptr+0>>2' "$glue"; then
-    echo "build_wasm: exception refcount patch did not apply to $glue" >&2
-    exit 1
+    # Emscripten 3.1.6 indexes the exception refcount with a signed shift
+    # (Atomics.add(HEAP32, ptr >> 2)), which throws for exceptions above 2 GiB:
+    # the catch never runs and the module's lock stays held. Make it unsigned.
+    for glue in "dist/$name.mjs" "dist/node/$name.mjs"; do
+      sed -i 's/this\.ptr+0>>2,1)/this.ptr+0>>>2,1)/g' "$glue"
+      if grep -q 'this\.ptr+0>>2' "$glue"; then
+        echo "build_wasm: exception refcount patch did not apply to $glue" >&2
+        exit 1
+      fi
+    done
   fi
 done
 # Node's pthread worker script is CommonJS; the package is "type": "module".
@@ -71,7 +72,8 @@ fi
 # (Node 20 runs relaxed SIMD behind a flag; later Node has it on.)
 relaxed=()
 if node --experimental-wasm-relaxed-simd -e '' 2>/dev/null; then relaxed=(--experimental-wasm-relaxed-simd); fi
-for build in simd-threaded simd relaxed-simd-threaded; do
+for line in "${BUILDS[@]}"; do
+  read -r build _ <<< "$line"
   node "${relaxed[@]}" --input-type=module -e "
     const { loadMHA } = await import('./web/src/index.js');
     await loadMHA({ build: '$build', threads: 1 });

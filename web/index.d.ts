@@ -69,7 +69,7 @@ export interface MultiheadAttentionConfig {
   qkHeadDim?: number;
   /** Per-head value dim; default embedDim / numHeads. */
   vHeadDim?: number;
-  /** Accepted and ignored: inference runs in eval mode. */
+  /** In [0, 1), as PyTorch's; accepted and ignored: inference runs in eval mode. */
   dropout?: number;
   /** Key/value heads (grouped-query; 1 = multi-query); must divide numHeads. Default numHeads. */
   numKVHeads?: number;
@@ -80,7 +80,7 @@ export interface MultiheadAttentionConfig {
 export interface RotaryConfig {
   /** Features rotated per head: even, <= qkHeadDim. Default qkHeadDim. */
   dim?: number;
-  /** Default 10000. */
+  /** Positive and finite; default 10000. */
   base?: number;
   /** true: pairs (2i, 2i+1) (GPT-J); false (default): (i, i + dim/2) (GPT-NeoX, Llama). */
   interleaved?: boolean;
@@ -104,16 +104,22 @@ export interface SdpaKVCacheOptions extends KVCacheOptions {
 }
 
 /**
- * Keys and values kept across calls for decoding. Through the proxy its getters are known once
- * the worker has made it (after any awaited call that uses it); before that they throw MHAError.
+ * Keys and values kept across calls for decoding. maxLength, batchSize and dtype are known at
+ * once in both modes; a disposed cache's getters throw MHAError.
  */
 export interface KVCache {
-  /** Keys held per batch entry. */
+  /**
+   * Keys held per batch entry. Through the proxy, as of the last call on it that has settled
+   * (await the calls that use the cache before reading it).
+   */
   readonly length: number;
   readonly maxLength: number;
   readonly batchSize: number;
   readonly dtype: KVCacheDtype;
-  /** Keeps the first n keys (0 <= n <= length); resolves once done (calls run in order). */
+  /**
+   * Keeps the first n keys; resolves once done (calls run in order, so after the calls sent
+   * before it). n not an integer >= 0 throws; n > length rejects with MHAError.
+   */
   truncate(n: number): Promise<void>;
   /** truncate(0). */
   reset(): Promise<void>;
@@ -208,8 +214,8 @@ export interface ForwardResult {
 
 export interface MultiheadAttention {
   /**
-   * The state_dict entries this configuration has. Through the proxy, known once the worker has
-   * made the module (after any awaited call on it); before that, reading it throws MHAError.
+   * The state_dict entries this configuration has, known at once in both modes (a function of
+   * the config); a disposed module's throws MHAError.
    */
   readonly parameters: ParameterSpec[];
   /**
@@ -223,6 +229,7 @@ export interface MultiheadAttention {
    * BF16); tensors of other dtypes elsewhere never stop a load.
    */
   loadSafetensors(bytes: SafetensorsBytes, options?: WeightOptions): Promise<void>;
+  /** Bad input JS can see throws MHAError; the core's errors (shapes, the cache) reject. */
   forward(query: Tensor, key: Tensor | null, value: Tensor | null, options?: ForwardOptions):
     Promise<ForwardResult>;
   /** A cache of this module's key/value heads for decoding. */
@@ -249,8 +256,17 @@ export interface HeapInfo {
   memoryBytes: number;
 }
 
+/**
+ * The same contract in the calling thread and through the proxy: bad input that JS can see (types,
+ * shapes arrays, options, configs, disposed objects) throws MHAError synchronously; errors only
+ * the core sees (shapes against the module, a cache's length, memory) reject with MHAError.
+ */
 export interface MHALibrary {
   readonly info: Readonly<LibraryInfo>;
+  /**
+   * Throws MHAError for any config the core refuses. Through the proxy, a module the worker
+   * cannot make (out of memory there) rejects its calls, and its getters throw, with that error.
+   */
   createMultiheadAttention(config: MultiheadAttentionConfig): MultiheadAttention;
   scaledDotProductAttention(query: Tensor, key: Tensor | null, value: Tensor | null,
     options?: SdpaOptions): Promise<Tensor>;

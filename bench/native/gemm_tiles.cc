@@ -38,7 +38,7 @@ namespace {
 
 using mha::kernels::kGemmTileRows;
 
-// PackedLinear's task shape (src/linear.cc).
+// PackedLinear's task shape (src/attention/linear.cc).
 constexpr size_t kRowBlock = 64, kPanelsPerBlock = 8;
 
 double Median(std::vector<double> v) {

@@ -27,6 +27,7 @@
 #include "hwy/highway.h"
 #include "src/kernels/float16-inl.h"
 #include "src/kernels/kernels.h"
+#include "src/kernels/score_rule-inl.h"
 #include "src/kernels/softmax-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -160,23 +161,6 @@ inline void DecodeDots(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
   }
 }
 
-// Adds row r's masks to its scores of keys [j0, j0 + cols).
-inline void DecodeMasks(const DecodeGroup& g, size_t r, size_t j0, size_t cols,
-                        float* HWY_RESTRICT scores) {
-  if (g.key_bias != nullptr) {
-    for (size_t c = 0; c < cols; ++c) scores[c] += g.key_bias[j0 + c];
-  }
-  if (g.mask[r] != nullptr) {
-    for (size_t c = 0; c < cols; ++c) scores[c] += g.mask[r][j0 + c];
-  }
-  // Causal: keys after last_key (SIZE_MAX: none) are masked.
-  const size_t last = g.last_key[r];
-  if (last >= j0 + cols - 1) return;
-  for (size_t c = last < j0 ? 0 : last - j0 + 1; c < cols; ++c) {
-    scores[c] = -std::numeric_limits<float>::infinity();
-  }
-}
-
 // Online softmax of one sub-block for one row: updates max and sum in `ms`,
 // turns the row's scores into exp(score - max) and returns the factor that
 // rescales what was accumulated before.
@@ -263,7 +247,7 @@ inline void DecodePartial(const DecodeGroup& g, size_t j0, size_t j1, float* sta
       float* row = scores + r * kDecodeSubBlock;
       float* s = state + r * row_size;
       DecodeDots(qs + r * qk_pad, k, k_step, qk_pad, cols, row);
-      DecodeMasks(g, r, c0, cols, row);
+      ApplyScoreRule(g.rule[r], 0, 1, c0, cols, 1.0f, row, 1);
       const float corr = DecodeSoftmax(cols, row, s + v_pad);
       DecodeValues(row, v, v_step, v_pad, cols, corr, s);
     }

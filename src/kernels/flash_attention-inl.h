@@ -8,7 +8,9 @@
 // max and sum per query, so the L x S score matrix never exists (flash
 // attention); tiles that causal or key-padding masks remove entirely are
 // skipped. With weights, the scores go to the caller's weights rows, are
-// softmax-normalised there and then multiply V.
+// softmax-normalised there and then multiply V. Keys and values stored as
+// float16 (a float16 KV cache) are converted one tile at a time, into
+// per-thread scratch: never the whole cache at once.
 
 #if defined(MHA_SRC_KERNELS_FLASH_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef MHA_SRC_KERNELS_FLASH_ATTENTION_INL_H_
@@ -23,8 +25,10 @@
 #include <limits>
 
 #include "hwy/highway.h"
+#include "src/kernels/float16-inl.h"
 #include "src/kernels/kernels.h"
 #include "src/kernels/register_tile-inl.h"
+#include "src/kernels/score_rule-inl.h"
 #include "src/kernels/softmax-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -67,11 +71,13 @@ inline bool ValuesInPlace(const AttentionHead& h) { return PaddedVDim(h.v_dim) =
 
 // Per-thread scratch, each `chunk` wide: Q^T (qk_dim rows), scores^T
 // (kKeyTile rows), max, sum and correction (one row each); then the output
-// accumulator (chunk x v_pad) and a padded V tile (kKeyTile x v_pad).
+// accumulator (chunk x v_pad), a padded V tile (kKeyTile x v_pad) and, for
+// float16 keys, a K tile (kKeyTile x qk_dim).
 inline size_t AttentionScratchSize(const AttentionHead& head) {
   const size_t chunk = QueryChunk();
   const size_t v_pad = PaddedVDim(head.v_dim);
-  return (head.qk_dim + kKeyTile + 3) * chunk + (chunk + kKeyTile) * v_pad;
+  const size_t key_tile = head.k_half != nullptr ? kKeyTile * head.qk_dim : 0;
+  return (head.qk_dim + kKeyTile + 3) * chunk + (chunk + kKeyTile) * v_pad + key_tile;
 }
 
 struct ChunkScratch {
@@ -82,6 +88,7 @@ struct ChunkScratch {
   float* corr;
   float* acc;
   float* vt;
+  float* kt;
 };
 
 inline ChunkScratch SplitScratch(const AttentionHead& h, float* scratch) {
@@ -94,19 +101,26 @@ inline ChunkScratch SplitScratch(const AttentionHead& h, float* scratch) {
   s.corr = s.row_sum + chunk;
   s.acc = s.corr + chunk;
   s.vt = s.acc + chunk * PaddedVDim(h.v_dim);
+  s.kt = s.vt + kKeyTile * PaddedVDim(h.v_dim);
   return s;
 }
 
-inline const float* KeyRow(const AttentionHead& h, size_t j) {
-  return j < h.masked_keys ? h.k + j * h.k_stride : h.extra_k + (j - h.masked_keys) * h.qk_dim;
+// Key j of the tile that starts at key j0: float16 keys were converted to kt.
+inline const float* KeyRow(const AttentionHead& h, size_t j0, const float* kt, size_t j) {
+  if (j >= h.masked_keys) return h.extra_k + (j - h.masked_keys) * h.qk_dim;
+  return h.k_half != nullptr ? kt + (j - j0) * h.qk_dim : h.k + j * h.k_stride;
 }
 
-inline const float* ValueRow(const AttentionHead& h, size_t j) {
-  return j < h.masked_keys ? h.v + j * h.v_stride : h.extra_v + (j - h.masked_keys) * h.v_dim;
+// Writes value j (v_dim floats) to `row`.
+inline void CopyValueRow(const AttentionHead& h, size_t j, float* HWY_RESTRICT row) {
+  if (j >= h.masked_keys) {
+    std::memcpy(row, h.extra_v + (j - h.masked_keys) * h.v_dim, h.v_dim * sizeof(float));
+  } else if (h.v_half != nullptr) {
+    HalfToFloat(h.v_half + j * h.v_stride, h.v_dim, row);
+  } else {
+    std::memcpy(row, h.v + j * h.v_stride, h.v_dim * sizeof(float));
+  }
 }
-
-// The position of query i, which causal masking compares with key indices.
-inline size_t Position(const AttentionHead& h, size_t i) { return i + h.causal_offset; }
 
 // Keys of [j0, j0 + cols) that masks apply to (the rest are extra keys).
 inline size_t MaskedCols(const AttentionHead& h, size_t j0, size_t cols) {
@@ -119,10 +133,9 @@ constexpr float kLog2e = 1.44269504f;
 // qt[d * chunk + q] = scale * Q[i0 + q][d] for q < n; zero up to n_pad.
 // Four query rows at a time: StoreInterleaved4 turns a vector of each row's
 // dims into groups of four queries per dim, and each group is one 16-byte
-// copy. Where keys are few the transpose is a visible part of attention: in
-// a forward of L = 4096, S = 1, E = 512 (AVX2, Zen 3, perf samples) attention
-// went from 9.3 % to 6.0 % of the time with this, element by element before;
-// what is left there is mostly reading Q and writing the output from memory.
+// copy. Where keys are few (many queries against a short context) the
+// transpose is a visible part of attention, and element by element it cost
+// half as much again (figures: commit dc49d50).
 inline void TransposeQueryChunk(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
                                 float scale, float* HWY_RESTRICT qt) {
   const hn::ScalableTag<float> d;
@@ -159,21 +172,29 @@ inline void TransposeQueryChunk(const AttentionHead& h, size_t i0, size_t n, siz
 // q < n_pad (queries from n on see zeros and are never used); unit is the
 // factor already in qt beyond the head's scale (1, or log2(e) in base 2).
 inline void ScoreTile(const AttentionHead& h, size_t i0, size_t n, size_t n_pad, size_t j0,
-                      size_t cols, float unit, const float* HWY_RESTRICT qt,
-                      float* HWY_RESTRICT st) {
+                      size_t cols, float unit, const ChunkScratch& s) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const size_t lanes = hn::Lanes(d);
   const size_t chunk = QueryChunk();
+  const float* HWY_RESTRICT qt = s.qt;
+  float* HWY_RESTRICT st = s.st;
+  const size_t masked_cols = MaskedCols(h, j0, cols);
+  if (h.k_half != nullptr) {
+    for (size_t c = 0; c < masked_cols; ++c) {
+      HalfToFloat(h.k_half + (j0 + c) * h.k_stride, h.qk_dim, s.kt + c * h.qk_dim);
+    }
+  }
   for (size_t c = 0; c < cols; c += kTileRows) {
     const size_t rows = HWY_MIN(kTileRows, cols - c);
     const float* k_rows[kTileRows];
-    for (size_t r = 0; r < kTileRows; ++r) k_rows[r] = KeyRow(h, j0 + c + HWY_MIN(r, rows - 1));
+    for (size_t r = 0; r < kTileRows; ++r) {
+      k_rows[r] = KeyRow(h, j0, s.kt, j0 + c + HWY_MIN(r, rows - 1));
+    }
     for (size_t q = 0; q < n_pad; q += 2 * lanes) {
-      // Causal: every key of these rows is after every query of these
-      // columns; the causal fill below writes them.
-      if (h.causal && j0 + c + rows <= h.masked_keys &&
-          j0 + c > Position(h, i0 + q + 2 * lanes - 1)) {
+      // Causal: every key of these rows is beyond every query's horizon in
+      // these columns; ApplyScoreRule below writes them.
+      if (j0 + c + rows <= h.masked_keys && j0 + c >= h.rule.Horizon(i0 + q + 2 * lanes - 1)) {
         continue;
       }
       float* out = st + c * chunk + q;
@@ -184,24 +205,7 @@ inline void ScoreTile(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
           });
     }
   }
-  const size_t masked_cols = MaskedCols(h, j0, cols);
-  for (size_t c = 0; c < masked_cols; ++c) {
-    const size_t j = j0 + c;
-    float* row = st + c * chunk;
-    if (h.key_bias != nullptr) {
-      const auto bias = hn::Set(d, h.key_bias[j] * unit);
-      for (size_t q = 0; q < n_pad; q += lanes) {
-        hn::Store(hn::Add(hn::Load(d, row + q), bias), d, row + q);
-      }
-    }
-    if (h.mask != nullptr) {
-      for (size_t q = 0; q < n; ++q) row[q] += h.mask[(i0 + q) * h.mask_stride + j] * unit;
-    }
-    // Causal: queries whose position is before j.
-    if (h.causal && j > Position(h, i0)) {
-      std::fill(row, row + HWY_MIN(n, j - Position(h, i0)), kNegInf);
-    }
-  }
+  ApplyScoreRule(h.rule, i0, n, j0, masked_cols, unit, st, chunk);
 }
 
 // The online softmax over one tile of base-2 scores, lane-wise per query:
@@ -244,23 +248,24 @@ inline void AccumulateTile(const AttentionHead& h, size_t i0, size_t n, size_t j
   const size_t lanes = hn::Lanes(d);
   const size_t chunk = QueryChunk();
   const size_t v_pad = PaddedVDim(h.v_dim);
-  const float* v = h.v + j0 * h.v_stride;
-  size_t v_stride = h.v_stride;
-  if (!ValuesInPlace(h) || j0 + cols > h.masked_keys) {
+  const float* v = s.vt;
+  size_t v_stride = v_pad;
+  if (ValuesInPlace(h) && h.v_half == nullptr && j0 + cols <= h.masked_keys) {
+    v = h.v + j0 * h.v_stride;
+    v_stride = h.v_stride;
+  } else {
     for (size_t c = 0; c < cols; ++c) {
       float* row = s.vt + c * v_pad;
-      std::memcpy(row, ValueRow(h, j0 + c), h.v_dim * sizeof(float));
+      CopyValueRow(h, j0 + c, row);
       std::fill(row + h.v_dim, row + v_pad, 0.0f);
     }
-    v = s.vt;
-    v_stride = v_pad;
   }
   for (size_t q0 = 0; q0 < n; q0 += kTileRows) {
     const size_t rows = HWY_MIN(kTileRows, n - q0);
     // Causal: keys after the block's last query weigh 0 for all its rows.
     size_t keys = cols;
-    if (h.causal && j0 + cols <= h.masked_keys) {
-      const size_t end = Position(h, i0 + q0 + kTileRows);
+    if (h.rule.causal && j0 + cols <= h.masked_keys) {
+      const size_t end = h.rule.Horizon(i0 + q0 + kTileRows - 1);
       keys = HWY_MIN(cols, end > j0 ? end - j0 : 0);
     }
     // Columns of st up to PaddedQueries(n) exist: no repeated rows needed.
@@ -285,8 +290,9 @@ inline void AccumulateTile(const AttentionHead& h, size_t i0, size_t n, size_t j
 // Keys of [j0, j0 + cols) up to the last one key padding leaves: trailing
 // padded keys weigh 0 and are not computed (0 for a fully padded tile).
 inline size_t UnpaddedCols(const AttentionHead& h, size_t j0, size_t cols) {
-  if (h.key_bias == nullptr || j0 + cols > h.masked_keys) return cols;
-  while (cols > 0 && h.key_bias[j0 + cols - 1] == kNegInf) --cols;
+  const float* key_bias = h.rule.key_bias;
+  if (key_bias == nullptr || j0 + cols > h.masked_keys) return cols;
+  while (cols > 0 && key_bias[j0 + cols - 1] == kNegInf) --cols;
   return cols;
 }
 
@@ -315,10 +321,10 @@ inline void FlashChunk(const AttentionHead& h, size_t i0, size_t n, const ChunkS
     const size_t cols = UnpaddedCols(h, j0, HWY_MIN(kKeyTile, num_keys - j0));
     // Causal: every query of the chunk is before this tile's first key (a
     // later tile may still hold the never-masked extra keys).
-    if (cols == 0 || (h.causal && j0 + cols <= h.masked_keys && j0 > Position(h, i0 + n - 1))) {
+    if (cols == 0 || (j0 + cols <= h.masked_keys && j0 >= h.rule.Horizon(i0 + n - 1))) {
       continue;
     }
-    ScoreTile(h, i0, n, n_pad, j0, cols, kLog2e, s.qt, s.st);
+    ScoreTile(h, i0, n, n_pad, j0, cols, kLog2e, s);
     OnlineSoftmaxTile(cols, n_pad, s);
     AccumulateTile(h, i0, n, j0, cols, s);
   }
@@ -334,7 +340,7 @@ inline void WeightsChunk(const AttentionHead& h, size_t i0, size_t n, const Chun
   float* weights = h.weights + i0 * h.weights_stride;
   for (size_t j0 = 0; j0 < num_keys; j0 += kKeyTile) {
     const size_t cols = HWY_MIN(kKeyTile, num_keys - j0);
-    ScoreTile(h, i0, n, n_pad, j0, cols, 1.0f, s.qt, s.st);
+    ScoreTile(h, i0, n, n_pad, j0, cols, 1.0f, s);
     for (size_t q = 0; q < n; ++q) {
       float* row = weights + q * h.weights_stride + j0;
       for (size_t c = 0; c < cols; ++c) row[c] = s.st[c * chunk + q];

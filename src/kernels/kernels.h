@@ -48,6 +48,33 @@ const char* GemmTileName(size_t tile_rows);
 
 // ---- Attention for one (batch, head): softmax(Q K^T * scale + masks) V. ----
 
+// Which keys a query may see, and with what additive bias: the one rule the
+// flash kernel's score tiles, its weights path and the decode kernel all
+// apply (ApplyScoreRule, score_rule-inl.h). It covers the first masked_keys
+// keys of a head; extra keys (bias_k, zero attention) are never masked.
+struct ScoreRule {
+  // Optional additive masks, -inf masks out: key_bias has one float per key,
+  // shared by every query; query i's row of mask starts at mask + i * mask_stride.
+  const float* key_bias = nullptr;
+  const float* mask = nullptr;
+  size_t mask_stride = 0;
+  // Causal: query i sits at position i + causal_offset (after a cache of
+  // causal_offset keys) and may not see keys after it.
+  bool causal = false;
+  size_t causal_offset = 0;
+
+  size_t Position(size_t i) const { return i + causal_offset; }
+  // Query i may see keys [0, Horizon(i)) at most (SIZE_MAX: every key).
+  size_t Horizon(size_t i) const { return causal ? Position(i) + 1 : SIZE_MAX; }
+  // The rule of query i alone, as query 0 (the decode kernel's rows).
+  ScoreRule Row(size_t i) const {
+    ScoreRule r = *this;
+    if (mask != nullptr) r.mask = mask + i * mask_stride;
+    r.causal_offset += i;
+    return r;
+  }
+};
+
 struct AttentionHead {
   const float* q = nullptr;  // num_queries rows of qk_dim, row stride q_stride
   size_t q_stride = 0;
@@ -67,24 +94,15 @@ struct AttentionHead {
   size_t qk_dim = 0;
   size_t v_dim = 0;
   float scale = 1.0f;
-  // Optional additive masks over the first masked_keys keys: mask is
-  // (num_queries x masked_keys) with row stride mask_stride, key_bias is one
-  // row shared by every query. -inf masks out.
-  const float* mask = nullptr;
-  size_t mask_stride = 0;
-  const float* key_bias = nullptr;
-  // Causal: key j (j < masked_keys) is masked for query i when
-  // j > i + causal_offset (the query's position; a cache of P keys puts
-  // query i at P + i).
-  bool causal = false;
-  size_t causal_offset = 0;
+  ScoreRule rule;  // over the first masked_keys keys
   // When set, the softmax probabilities (num_queries x num_keys()) are written
   // here and the L x S scores are materialised; otherwise flash-style.
   float* weights = nullptr;
   size_t weights_stride = 0;
 
-  // Instead of k and v: IEEE float16 rows (strides in elements), which only
-  // the decode kernel reads (a float16 KV cache; see DecodeShaped).
+  // Instead of k and v: IEEE float16 rows (strides in elements), a float16
+  // KV cache's. The decode kernel converts each sub-block and Attention each
+  // key tile as it reads them.
   const uint16_t* k_half = nullptr;
   const uint16_t* v_half = nullptr;
 
@@ -109,13 +127,11 @@ struct DecodeGroup {
   size_t num_rows = 0;
   const float* q[kMaxDecodeRows];      // qk_dim floats each
   float* out[kMaxDecodeRows];          // v_dim floats each
-  const float* mask[kMaxDecodeRows];   // additive, one float per key, or null
-  size_t last_key[kMaxDecodeRows];     // causal: keys after it are masked (SIZE_MAX: none)
+  ScoreRule rule[kMaxDecodeRows];      // each row's, as its query 0 (ScoreRule::Row)
   const void* k = nullptr;             // num_keys rows, k_stride elements apart
   const void* v = nullptr;             // num_keys rows, v_stride elements apart
   size_t k_stride = 0, v_stride = 0;
   bool half = false;                   // k, v hold IEEE float16 (uint16_t), else float
-  const float* key_bias = nullptr;     // additive, one float per key, or null
   size_t num_keys = 0, qk_dim = 0, v_dim = 0;
   float scale = 1.0f;
 };

@@ -3,7 +3,7 @@
 // (a, b) -> (a cos - b sin, b cos + a sin). Pair i is (i, i + dim/2)
 // (rotate_half: GPT-NeoX, Llama) or, interleaved, (2i, 2i+1) (GPT-J).
 // The angles (position * base^(-2i/dim)) come precomputed as cos/sin rows
-// (src/rotary.cc), so the kernel is only multiplies and adds.
+// (src/attention/rotary.cc), so the kernel is only multiplies and adds.
 
 // Toggling include guard: compiled once per target (foreach_target.h).
 #if defined(MHA_SRC_KERNELS_ROTARY_INL_H_) == defined(HWY_TARGET_TOGGLE)

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "src/multihead_attention.h"
-#include "src/safetensors.h"
+#include "src/io/safetensors.h"
 #include "tests/fuzz/fuzz_cases.h"
 
 namespace mha_fuzz {

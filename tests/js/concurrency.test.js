@@ -70,19 +70,16 @@ for (const build of BUILDS) {
       }
     });
 
-    test('dispose() while forwards are pending: they resolve, later calls reject', async () => {
+    test('dispose() while forwards are pending: they resolve, later calls throw', async () => {
       const lib = await loadMHA({ build });
       const [m1, m2] = makeModules(lib);
       const x = randomTensor([9, 2, 16], 10);
       const expected = await m1.forward(x, x, x);
       const before = Array.from({ length: 5 }, () => m1.forward(x, x, x));
       m1.dispose();
-      const after = Array.from({ length: 5 }, () => m1.forward(x, x, x));
+      assert.throws(() => m1.forward(x, x, x), (e) => e instanceof MHAError && /disposed/.test(e.message));
       m1.dispose();   // a second dispose() is a no-op
       for (const result of await Promise.all(before)) assert.ok(sameBits(result, expected));
-      for (const pending of after) {
-        await assert.rejects(pending, (e) => e instanceof MHAError && /disposed/.test(e.message));
-      }
       assert.throws(() => m1.loadStateDict({}), MHAError);
       // The library and its other modules are unaffected.
       const q = randomTensor([2, 70, 32], 11);

@@ -100,7 +100,8 @@ describe('npm pack tarball in an empty project', () => {
       symlinkSync(ROOT, join(project, 'mha-wasm'));
       const model = 'import sys; sys.path.insert(0, "mha-wasm/tests/fixtures")\n' +
         'import torch\n' +
-        'from layout_fixtures import BertAttention, attach, init_params\n' +
+        'from hf_modules import BertAttention\n' +
+        'from layout_fixtures import attach, init_params\n' +
         'model = torch.nn.Module()\n' +
         'for i in range(4):\n' +
         '    attach(model, f"bert.encoder.layer.{i}.attention", BertAttention(768, 12))\n' +

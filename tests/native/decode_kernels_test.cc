@@ -3,6 +3,7 @@
 // conversions of a float16 KV cache.
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -55,46 +56,80 @@ TEST_P(DecodeKernelTest, RotateHeadsMatchesReference) {
 double HalfValue(uint16_t bits) {
   const int exponent = (bits >> 10) & 31;
   const double mantissa = bits & 1023;
-  const double magnitude = exponent == 0 ? std::ldexp(mantissa, -24)
-                                         : std::ldexp(1024.0 + mantissa, exponent - 25);
+  const double magnitude = exponent == 31 ? (mantissa == 0 ? HUGE_VAL : std::nan(""))
+                           : exponent == 0 ? std::ldexp(mantissa, -24)
+                                           : std::ldexp(1024.0 + mantissa, exponent - 25);
   return (bits & 0x8000) != 0 ? -magnitude : magnitude;
 }
 
-TEST_P(DecodeKernelTest, HalfToFloatIsExactForEveryFiniteHalf) {
+// Every half, infinities and NaN included, on every target (the emulated
+// conversions once turned them into finite numbers).
+TEST_P(DecodeKernelTest, HalfToFloatIsExactForEveryHalf) {
   std::vector<uint16_t> halves;
-  for (uint32_t bits = 0; bits < 65536; ++bits) {
-    if (((bits >> 10) & 31) != 31) halves.push_back(static_cast<uint16_t>(bits));
-  }
+  for (uint32_t bits = 0; bits < 65536; ++bits) halves.push_back(static_cast<uint16_t>(bits));
   std::vector<float> floats(halves.size());
   mha::kernels::HalfToFloat(halves.data(), halves.size(), floats.data());
   for (size_t i = 0; i < halves.size(); ++i) {
-    ASSERT_EQ(floats[i], HalfValue(halves[i])) << "half bits " << halves[i];
+    const double expected = HalfValue(halves[i]);
+    if (std::isnan(expected)) {
+      ASSERT_TRUE(std::isnan(floats[i])) << "half bits " << halves[i] << " -> " << floats[i];
+    } else {
+      ASSERT_EQ(floats[i], expected) << "half bits " << halves[i];
+    }
   }
 }
 
-// x rounded to the nearest half, ties to even, for |x| in the normal range.
-double NearestHalf(double x) {
+// The IEEE half nearest x, ties to even (the default rounding of
+// nearbyint): overflow gives infinity, and x below 2^-14 a subnormal.
+uint16_t NearestHalfBits(float x) {
+  const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  const double a = std::fabs(static_cast<double>(x));
+  if (std::isnan(a)) return sign | 0x7E00;
+  if (std::isinf(a)) return sign | 0x7C00;
+  if (a < std::ldexp(1.0, -14)) {
+    // Units of 2^-24; rounding up to 1024 gives the smallest normal's bits.
+    return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(a, 24)));
+  }
   int exponent;
-  std::frexp(x, &exponent);                    // |x| in [2^(exponent-1), 2^exponent)
-  const double ulp = std::ldexp(1.0, exponent - 11);  // 11 significant bits
-  return std::nearbyint(x / ulp) * ulp;        // the default mode: ties to even
+  std::frexp(a, &exponent);  // a in [2^(exponent-1), 2^exponent)
+  double mantissa = std::nearbyint(std::ldexp(a, 11 - exponent));  // in [1024, 2048]
+  if (mantissa == 2048) {
+    mantissa = 1024;
+    ++exponent;
+  }
+  const int biased = exponent - 1 + 15;
+  if (biased >= 31) return sign | 0x7C00;
+  return sign | static_cast<uint16_t>((biased << 10) | (static_cast<int>(mantissa) - 1024));
 }
 
-TEST_P(DecodeKernelTest, FloatToHalfRoundsToNearestEven) {
-  // Random magnitudes over the normal half range, exact ties, odd lengths.
+TEST_P(DecodeKernelTest, FloatToHalfRoundsToNearestEvenWithIeeeSpecials) {
+  // Random magnitudes over the whole half range and beyond (subnormals,
+  // overflow), exact ties, the edges of the range, specials, odd lengths.
   std::vector<float> x;
-  const std::vector<float> r = RandomVector(3001, 7);
+  const std::vector<float> r = RandomVector(6001, 7);
   for (size_t i = 0; i < r.size(); ++i) {
-    x.push_back(std::ldexp(r[i], static_cast<int>(i % 29) - 13));
+    x.push_back(std::ldexp(r[i], static_cast<int>(i % 53) - 30));
   }
-  for (float tie : {1.0f + 0.5f / 1024, 1.0f + 1.5f / 1024, -3.0f - 2.5f / 512, 65504.0f}) {
-    x.push_back(tie);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float special : {1.0f + 0.5f / 1024, 1.0f + 1.5f / 1024, -3.0f - 2.5f / 512, 65504.0f,
+                        65519.99f, 65520.0f, -65520.0f, 70000.0f, 1e10f, -1e30f, inf, -inf,
+                        std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+                        std::numeric_limits<float>::max(), std::ldexp(1.0f, -24),
+                        std::ldexp(1.0f, -25), std::ldexp(1.5f, -25), std::ldexp(3.0f, -25),
+                        std::ldexp(1023.5f, -24), std::ldexp(1.0f, -14), 0.0f, -0.0f,
+                        std::numeric_limits<float>::denorm_min()}) {
+    x.push_back(special);
   }
   std::vector<uint16_t> halves(x.size());
   mha::kernels::FloatToHalf(x.data(), x.size(), halves.data());
   for (size_t i = 0; i < x.size(); ++i) {
-    if (std::fabs(x[i]) < std::ldexp(1.0, -14)) continue;  // half subnormals: see float16-inl.h
-    ASSERT_EQ(HalfValue(halves[i]), NearestHalf(x[i])) << "x = " << x[i];
+    const uint16_t expected = NearestHalfBits(x[i]);
+    if (std::isnan(x[i])) {
+      ASSERT_TRUE((halves[i] & 0x7C00) == 0x7C00 && (halves[i] & 0x3FF) != 0)
+          << "NaN -> half bits " << halves[i];
+    } else {
+      ASSERT_EQ(halves[i], expected) << "x = " << x[i];
+    }
   }
 }
 

@@ -1,4 +1,4 @@
-// A decoding step large enough to share (src/decode_attention.cc splits the
+// A decoding step large enough to share (src/attention/decode_attention.cc splits the
 // cached keys across the pool and merges the partial softmax states) gives
 // what the materialised weights path gives on one thread, for float32 and
 // float16 caches, grouped-query heads and rotary positions, on every target.

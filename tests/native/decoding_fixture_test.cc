@@ -2,14 +2,17 @@
 // decoding_fixtures.py) through the public API: a schedule of calls on one
 // KV cache (prefill, steps, chunks, truncation, cross-attention over a filled
 // cache), each call's output and weights against the fixture, on every
-// compiled Highway target, single-threaded and on a 2-thread pool.
+// compiled Highway target, single-threaded and on a 2-thread pool where the
+// decode kernel's key ranges really split (a test hook lowers the threshold;
+// the test checks that the split happened).
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "hwy/tests/hwy_gtest.h"
-#include "src/json.h"
+#include "src/attention/decode_attention.h"
+#include "src/io/json.h"
 #include "src/kv_cache.h"
 #include "src/multihead_attention.h"
 #include "tests/native/fixture.h"
@@ -17,9 +20,6 @@
 namespace mha_test {
 namespace {
 
-// float16 storage: expected values use keys and values rounded to nearest;
-// targets that truncate (float16-inl.h) differ by up to one more half ulp.
-constexpr double kFloat16Slack = 4.0;
 
 struct Step {
   int64_t truncate = -1;  // >= 0: truncate the cache to this length instead of a call
@@ -93,9 +93,10 @@ int64_t NewKeys(const DecodeConfig& c, const mha::TensorView& key, bool sdpa) {
   return key.shape[c.module.batch_first && key.shape.size() == 3 ? 1 : 0];
 }
 
-void RunSchedule(Fixture& f, const DecodeConfig& c, mha::ThreadPool* pool) {
+// Runs the schedule; *decode_steps counts its calls that the decode kernel
+// runs (no weights, 1 to 16 query rows).
+void RunSchedule(Fixture& f, const DecodeConfig& c, mha::ThreadPool* pool, int* decode_steps) {
   const bool sdpa = c.mode == "sdpa";
-  const double slack = c.dtype == mha::KVCacheDtype::kFloat16 ? kFloat16Slack : 1.0;
   std::unique_ptr<mha::MultiheadAttention> module;
   std::unique_ptr<mha::KVCache> cache;
   if (sdpa) {
@@ -133,6 +134,9 @@ void RunSchedule(Fixture& f, const DecodeConfig& c, mha::ThreadPool* pool) {
       ASSERT_OK(f.View(prefix + "value", &v));
     }
     const int64_t expected_length = cache->length() + NewKeys(c, k, sdpa);
+    const int64_t rows = sdpa ? q.shape[q.shape.size() - 2]
+                              : q.shape[c.module.batch_first && q.shape.size() == 3 ? 1 : 0];
+    if (!step.need_weights && rows >= 1 && rows <= 16) ++*decode_steps;
     mha::Tensor expected, output;
     ASSERT_OK(f.Expected(prefix + "output", &expected));
     if (sdpa) {
@@ -155,10 +159,10 @@ void RunSchedule(Fixture& f, const DecodeConfig& c, mha::ThreadPool* pool) {
       if (step.need_weights) {
         mha::Tensor weights;
         ASSERT_OK(f.Expected(prefix + "weights", &weights));
-        ExpectClose(result.weights, weights, "weights", slack);
+        ExpectClose(result.weights, weights, "weights");
       }
     }
-    ExpectClose(output, expected, "output", slack);
+    ExpectClose(output, expected, "output");
     EXPECT_EQ(cache->length(), expected_length);
     ++call;
   }
@@ -173,11 +177,21 @@ TEST_P(DecodingFixtureTest, EveryCallMatchesPyTorch) {
   ASSERT_EQ(f.kind, "decode");
   DecodeConfig c;
   ASSERT_OK(ReadDecodeConfig(f, &c));
-  mha::ThreadPool pool(2);
-  for (mha::ThreadPool* p : {static_cast<mha::ThreadPool*>(nullptr), &pool}) {
-    SCOPED_TRACE(p == nullptr ? "single thread" : "2-thread pool");
-    RunSchedule(f, c, p);
+  int decode_steps = 0;
+  {
+    SCOPED_TRACE("single thread");
+    RunSchedule(f, c, nullptr, &decode_steps);
   }
+  mha::ThreadPool pool(2);
+  mha::SetDecodeSplitForTesting(1);
+  const size_t splits = mha::DecodeSplitCalls();
+  decode_steps = 0;
+  {
+    SCOPED_TRACE("2-thread pool, decode keys split");
+    RunSchedule(f, c, &pool, &decode_steps);
+  }
+  mha::SetDecodeSplitForTesting(0);
+  if (decode_steps > 0) EXPECT_GT(mha::DecodeSplitCalls(), splits) << "no decode call split";
 }
 
 std::string ParamName(const testing::TestParamInfo<std::tuple<int64_t, std::string>>& info) {

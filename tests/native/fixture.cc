@@ -9,7 +9,7 @@
 #include <iterator>
 #include <sstream>
 
-#include "src/json.h"
+#include "src/io/json.h"
 
 namespace mha_test {
 namespace {
@@ -228,7 +228,7 @@ mha::Status LoadFixture(const std::string& path, Fixture* out) {
 }
 
 void ExpectClose(const mha::Tensor& actual, const std::vector<float>& expected,
-                 const mha::Shape& expected_shape, const std::string& what, double slack) {
+                 const mha::Shape& expected_shape, const std::string& what) {
   if (actual.shape != expected_shape) {
     ADD_FAILURE() << what << ": shape " << mha::ShapeString(actual.shape) << ", expected "
                   << mha::ShapeString(expected_shape);
@@ -252,7 +252,7 @@ void ExpectClose(const mha::Tensor& actual, const std::vector<float>& expected,
     if (std::isnan(e) || a == e) continue;  // also equal infinities
     const double excess = std::isinf(a) || std::isinf(e)
                               ? HUGE_VAL
-                              : std::abs(a - e) / (slack * (kAbsTolerance + kRelTolerance * std::abs(e)));
+                              : std::abs(a - e) / (kAbsTolerance + kRelTolerance * std::abs(e));
     if (excess > worst_excess) {
       worst_excess = excess;
       worst = i;
@@ -268,13 +268,12 @@ void ExpectClose(const mha::Tensor& actual, const std::vector<float>& expected,
     ADD_FAILURE() << what << ": worst element " << IndexString(worst, expected_shape) << " actual "
                   << actual.data[worst] << ", expected " << expected[worst] << " (|diff| "
                   << std::abs(double{actual.data[worst]} - expected[worst]) << " > "
-                  << slack * kAbsTolerance << " + " << slack * kRelTolerance << " * |expected|)";
+                  << kAbsTolerance << " + " << kRelTolerance << " * |expected|)";
   }
 }
 
-void ExpectClose(const mha::Tensor& actual, const mha::Tensor& expected, const std::string& what,
-                 double slack) {
-  ExpectClose(actual, expected.data, expected.shape, what, slack);
+void ExpectClose(const mha::Tensor& actual, const mha::Tensor& expected, const std::string& what) {
+  ExpectClose(actual, expected.data, expected.shape, what);
 }
 
 }  // namespace mha_test

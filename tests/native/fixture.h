@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "src/multihead_attention.h"
-#include "src/safetensors.h"
+#include "src/io/safetensors.h"
 #include "src/status.h"
 #include "src/tensor.h"
 
@@ -96,11 +96,9 @@ mha::Status LoadFixture(const std::string& path, Fixture* out);
 // Checks shape equality, NaN positions (exactly) and, elementwise,
 // |actual - expected| <= 1e-4 + 1e-3 * |expected| (infinities must match),
 // reporting the worst element with its index. `what` names the result.
-// `slack` multiplies both tolerances (float16 storage).
 void ExpectClose(const mha::Tensor& actual, const std::vector<float>& expected,
-                 const mha::Shape& expected_shape, const std::string& what, double slack = 1.0);
-void ExpectClose(const mha::Tensor& actual, const mha::Tensor& expected, const std::string& what,
-                 double slack = 1.0);
+                 const mha::Shape& expected_shape, const std::string& what);
+void ExpectClose(const mha::Tensor& actual, const mha::Tensor& expected, const std::string& what);
 
 }  // namespace mha_test
 

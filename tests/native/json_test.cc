@@ -1,6 +1,6 @@
-// The internal JSON parser (src/json.h) used for safetensors headers and
+// The internal JSON parser (src/io/json.h) used for safetensors headers and
 // fixture configs.
-#include "src/json.h"
+#include "src/io/json.h"
 
 #include <gtest/gtest.h>
 

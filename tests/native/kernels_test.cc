@@ -11,6 +11,7 @@
 #include "hwy/aligned_allocator.h"
 #include "hwy/tests/hwy_gtest.h"
 #include "src/kernels/kernels.h"
+#include "tests/native/gemm_check.h"
 #include "tests/native/reference.h"
 
 namespace mha_test {
@@ -35,39 +36,9 @@ HWY_TARGET_INSTANTIATE_TEST_SUITE_P(KernelTest);
 
 // Every register tile (kGemmTileRows), not only the one GemmTile chooses.
 TEST_P(KernelTest, GemmMatchesReferenceOnTilesAndTails) {
-  const size_t width = mha::kernels::GemmPanelWidth();
   for (size_t tile_rows : mha::kernels::kGemmTileRows) {
-    SCOPED_TRACE(testing::Message() << "tile " << mha::kernels::GemmTileName(tile_rows));
-    mha::kernels::SetGemmTileRows(tile_rows);
-    // 1 and 2 rows (and tails of 1 or 2 rows) take the GEMV kernels.
-    for (size_t m : {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{5}, size_t{6}, size_t{7},
-                     size_t{9}, size_t{10}, size_t{13}, size_t{17}, size_t{64}, size_t{67}}) {
-      for (size_t n : {size_t{1}, size_t{7}, width - 1, width, width + 1, 3 * width + 5}) {
-        for (size_t k : {size_t{1}, size_t{3}, size_t{16}, size_t{33}}) {
-          SCOPED_TRACE(testing::Message() << "m=" << m << " n=" << n << " k=" << k);
-          const std::vector<float> a = RandomVector(m * k, 1), b = RandomVector(n * k, 2),
-                                   bias = RandomVector(n, 3);
-          std::vector<float> packed(mha::kernels::PackedBSize(n, k));
-          mha::kernels::PackB(b.data(), k, bias.data(), n, k, packed.data());
-          // A sentinel column past n must survive: tails store only n columns.
-          const size_t ldc = n + 1;
-          std::vector<float> c(m * ldc, 7.0f);
-          // Two column ranges split at a panel boundary, as threads do.
-          const size_t split = n > width ? width : n;
-          mha::kernels::GemmTile(a.data(), k, packed.data(), n, k, c.data(), ldc, 0, m, 0, split);
-          mha::kernels::GemmTile(a.data(), k, packed.data(), n, k, c.data(), ldc, 0, m, split, n);
-          const std::vector<float> expected = ReferenceGemm(a, b, bias.data(), m, n, k);
-          std::vector<float> actual(m * n);
-          for (size_t i = 0; i < m; ++i) {
-            for (size_t j = 0; j < n; ++j) actual[i * n + j] = c[i * ldc + j];
-            ASSERT_EQ(c[i * ldc + n], 7.0f);
-          }
-          ExpectNear(actual, expected, "gemm");
-        }
-      }
-    }
+    EXPECT_EQ(CheckGemmTile(tile_rows), "") << "tile " << mha::kernels::GemmTileName(tile_rows);
   }
-  mha::kernels::SetGemmTileRows(0);
 }
 
 TEST_P(KernelTest, ChosenGemmTileIsOneOfTheTiles) {
@@ -79,23 +50,51 @@ TEST_P(KernelTest, ChosenGemmTileIsOneOfTheTiles) {
   EXPECT_TRUE(listed) << chosen;
 }
 
+// Random keys and values (rows `k_stride` / `v_stride` floats apart) and,
+// when `half`, their float16 bits, the floats then rounded to them (what the
+// reference must see).
+struct Keys {
+  std::vector<float> k, v;
+  std::vector<uint16_t> k16, v16;
+};
+
+std::vector<uint16_t> StoreAsHalves(std::vector<float>* x) {
+  std::vector<uint16_t> halves(x->size());
+  mha::kernels::FloatToHalf(x->data(), x->size(), halves.data());
+  mha::kernels::HalfToFloat(halves.data(), x->size(), x->data());
+  return halves;
+}
+
+Keys RandomKeys(size_t keys, size_t k_stride, size_t v_stride, bool half, uint32_t seed) {
+  Keys r{RandomVector(keys * k_stride, seed), RandomVector(keys * v_stride, seed + 1), {}, {}};
+  if (half) {
+    r.k16 = StoreAsHalves(&r.k);
+    r.v16 = StoreAsHalves(&r.v);
+  }
+  return r;
+}
+
 struct AttentionCase {
   size_t queries, keys, qk_dim, v_dim, extra;
   bool causal, mask, key_bias, weights;
   size_t causal_offset = 0;  // queries after a cache of this many keys
+  bool half = false;         // keys and values stored as float16 (k_half, v_half)
 };
 
 void CheckAttention(const AttentionCase& c, uint32_t seed) {
   SCOPED_TRACE(testing::Message() << "L=" << c.queries << " S=" << c.keys << " qk=" << c.qk_dim
                                   << " v=" << c.v_dim << " extra=" << c.extra << " causal=" << c.causal
                                   << " mask=" << c.mask << " kpm=" << c.key_bias << " weights=" << c.weights
-                                  << " offset=" << c.causal_offset);
+                                  << " offset=" << c.causal_offset << " half=" << c.half);
   const float neg_inf = -std::numeric_limits<float>::infinity();
   // Rows are strided wider than the head, as heads inside projections are.
   const size_t q_stride = c.qk_dim + 2, k_stride = c.qk_dim + 3, v_stride = c.v_dim + 1;
-  const std::vector<float> q = RandomVector(c.queries * q_stride, seed), k = RandomVector(c.keys * k_stride, seed + 1),
-                           v = RandomVector(c.keys * v_stride, seed + 2), ek = RandomVector(c.extra * c.qk_dim, seed + 3),
+  const std::vector<float> q = RandomVector(c.queries * q_stride, seed),
+                           ek = RandomVector(c.extra * c.qk_dim, seed + 3),
                            ev = RandomVector(c.extra * c.v_dim, seed + 4);
+  const Keys stored = RandomKeys(c.keys, k_stride, v_stride, c.half, seed + 1);
+  const std::vector<float>& k = stored.k;
+  const std::vector<float>& v = stored.v;
   std::vector<float> mask = RandomVector(c.queries * c.keys, seed + 5), key_bias(c.keys, 0.0f);
   for (size_t i = 0; i < mask.size(); i += 5) mask[i] = neg_inf;
   // Pad every key of the first 64-key tile except key 0 and the last two keys.
@@ -116,13 +115,13 @@ void CheckAttention(const AttentionCase& c, uint32_t seed) {
   h.qk_dim = c.qk_dim;
   h.v_dim = c.v_dim;
   h.scale = 0.7f;
-  h.causal = c.causal;
-  h.causal_offset = c.causal_offset;
+  h.rule.causal = c.causal;
+  h.rule.causal_offset = c.causal_offset;
   if (c.mask) {
-    h.mask = mask.data();
-    h.mask_stride = c.keys;
+    h.rule.mask = mask.data();
+    h.rule.mask_stride = c.keys;
   }
-  if (c.key_bias) h.key_bias = key_bias.data();
+  if (c.key_bias) h.rule.key_bias = key_bias.data();
   const size_t out_stride = c.v_dim + 3;
   std::vector<float> out(c.queries * out_stride), weights;
   h.out = out.data();
@@ -134,6 +133,11 @@ void CheckAttention(const AttentionCase& c, uint32_t seed) {
   }
   std::vector<float> expected_out, expected_weights;
   ReferenceAttention(h, &expected_out, &expected_weights);
+  if (c.half) {
+    h.k = h.v = nullptr;
+    h.k_half = stored.k16.data();
+    h.v_half = stored.v16.data();
+  }
   auto scratch = hwy::AllocateAligned<float>(mha::kernels::AttentionScratchSize(h));
   // Two query ranges, as two threads would split them.
   const size_t split = c.queries / 2;
@@ -170,6 +174,23 @@ TEST_P(KernelTest, AttentionMatchesReference) {
   }
 }
 
+// float16 keys and values (a float16 cache on a call the decode kernel does
+// not take): converted one key tile at a time, extra keys still float.
+TEST_P(KernelTest, AttentionReadsFloat16KeysAndValues) {
+  uint32_t seed = 50;
+  for (bool weights : {false, true}) {
+    for (const AttentionCase& c : std::vector<AttentionCase>{
+             {17, 65, 8, 8, 0, false, true, false, weights, 0, true},
+             {130, 130, 64, 64, 0, true, true, true, weights, 0, true},
+             {70, 129, 5, 128, 0, true, false, true, weights, 0, true},
+             {9, 70, 80, 17, 1, false, false, true, weights, 0, true},
+             {1, 200, 16, 16, 0, true, false, true, weights, 199, true},
+         }) {
+      CheckAttention(c, seed++);
+    }
+  }
+}
+
 struct DecodeCase {
   size_t heads, queries, keys, qk_dim, v_dim;
   bool causal, mask, key_bias, half;
@@ -187,26 +208,19 @@ void CheckDecode(const DecodeCase& c, uint32_t seed) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
   const size_t k_stride = c.qk_dim + 3, v_stride = c.v_dim + 1, rows = c.heads * c.queries;
   const std::vector<float> q = RandomVector(rows * c.qk_dim, seed);
-  std::vector<float> k = RandomVector(c.keys * k_stride, seed + 1),
-                     v = RandomVector(c.keys * v_stride, seed + 2);
-  std::vector<uint16_t> k16(k.size()), v16(v.size());
-  if (c.half) {  // the reference sees the stored halves
-    mha::kernels::FloatToHalf(k.data(), k.size(), k16.data());
-    mha::kernels::FloatToHalf(v.data(), v.size(), v16.data());
-    mha::kernels::HalfToFloat(k16.data(), k.size(), k.data());
-    mha::kernels::HalfToFloat(v16.data(), v.size(), v.data());
-  }
+  const Keys stored = RandomKeys(c.keys, k_stride, v_stride, c.half, seed + 1);
+  const std::vector<float>& k = stored.k;
+  const std::vector<float>& v = stored.v;
   std::vector<float> mask = RandomVector(rows * c.keys, seed + 3), key_bias(c.keys, 0.0f);
   for (size_t i = 0; i < mask.size(); i += 7) mask[i] = neg_inf;
   for (size_t j = 1; j < c.keys; j += 3) key_bias[j] = neg_inf;
   const size_t offset = c.keys - c.queries;  // the queries are the last positions
   mha::kernels::DecodeGroup g;
-  g.k = c.half ? static_cast<const void*>(k16.data()) : k.data();
-  g.v = c.half ? static_cast<const void*>(v16.data()) : v.data();
+  g.k = c.half ? static_cast<const void*>(stored.k16.data()) : k.data();
+  g.v = c.half ? static_cast<const void*>(stored.v16.data()) : v.data();
   g.half = c.half;
   g.k_stride = k_stride;
   g.v_stride = v_stride;
-  g.key_bias = c.key_bias ? key_bias.data() : nullptr;
   g.num_keys = c.keys;
   g.qk_dim = c.qk_dim;
   g.v_dim = c.v_dim;
@@ -215,8 +229,6 @@ void CheckDecode(const DecodeCase& c, uint32_t seed) {
   for (size_t r = 0; r < rows; ++r) {
     g.q[r] = q.data() + r * c.qk_dim;
     g.out[r] = out.data() + r * c.v_dim;
-    g.mask[r] = c.mask ? mask.data() + r * c.keys : nullptr;
-    g.last_key[r] = c.causal ? offset + r % c.queries : SIZE_MAX;
   }
   g.num_rows = rows;
   for (size_t h = 0; h < c.heads; ++h) {
@@ -232,11 +244,15 @@ void CheckDecode(const DecodeCase& c, uint32_t seed) {
     head.qk_dim = c.qk_dim;
     head.v_dim = c.v_dim;
     head.scale = g.scale;
-    head.causal = c.causal;
-    head.causal_offset = offset;
-    head.mask = g.mask[h * c.queries];
-    head.mask_stride = c.keys;
-    head.key_bias = g.key_bias;
+    head.rule.causal = c.causal;
+    head.rule.causal_offset = offset;
+    if (c.mask) {
+      head.rule.mask = mask.data() + h * c.queries * c.keys;
+      head.rule.mask_stride = c.keys;
+    }
+    if (c.key_bias) head.rule.key_bias = key_bias.data();
+    // The group's rows of this head, as RunDecodeHeads makes them.
+    for (size_t i = 0; i < c.queries; ++i) g.rule[h * c.queries + i] = head.rule.Row(i);
     std::vector<float> head_out, weights;
     ReferenceAttention(head, &head_out, &weights);
     expected.insert(expected.end(), head_out.begin(), head_out.end());
@@ -269,6 +285,68 @@ TEST_P(KernelTest, DecodeMatchesReference) {
   }
 }
 
+// One head of few queries through the three paths that apply ScoreRule:
+// the flash kernel, its weights path and the decode kernel (two key ranges).
+// They must agree with each other (and the reference) on which keys each
+// query sees and with what bias: causal after a cache, masks, padded keys.
+TEST_P(KernelTest, FlashWeightsAndDecodePathsAgree) {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  uint32_t seed = 300;
+  for (size_t queries : {1, 3, 16}) {
+    for (size_t keys : {1, 70, 200}) {
+      SCOPED_TRACE(testing::Message() << "L=" << queries << " T=" << keys);
+      // The queries are the last positions (all of them past the keys when fewer).
+      const size_t dim = 16, offset = keys > queries ? keys - queries : 0;
+      const std::vector<float> q = RandomVector(queries * dim, seed++);
+      const Keys stored = RandomKeys(keys, dim, dim, false, seed++);
+      std::vector<float> mask = RandomVector(queries * keys, seed++), key_bias(keys, 0.25f);
+      for (size_t i = 0; i < mask.size(); i += 3) mask[i] = neg_inf;
+      for (size_t j = 1; j < keys; j += 4) key_bias[j] = neg_inf;
+      AttentionHead h;
+      h.q = q.data();
+      h.q_stride = h.k_stride = h.v_stride = h.out_stride = h.qk_dim = h.v_dim = dim;
+      h.k = stored.k.data();
+      h.v = stored.v.data();
+      h.num_queries = queries;
+      h.masked_keys = keys;
+      h.scale = 0.3f;
+      h.rule = {key_bias.data(), mask.data(), keys, true, offset};
+      std::vector<float> expected, expected_weights, flash(queries * dim), with_weights(queries * dim),
+          decode(queries * dim), weights(queries * keys);
+      ReferenceAttention(h, &expected, &expected_weights);
+      auto scratch = hwy::AllocateAligned<float>(mha::kernels::AttentionScratchSize(h));
+      h.out = flash.data();
+      mha::kernels::Attention(h, 0, queries, scratch.get());
+      h.out = with_weights.data();
+      h.weights = weights.data();
+      h.weights_stride = keys;
+      mha::kernels::Attention(h, 0, queries, scratch.get());
+      mha::kernels::DecodeGroup g;
+      g.k = h.k;
+      g.v = h.v;
+      g.k_stride = g.v_stride = g.qk_dim = g.v_dim = dim;
+      g.num_keys = keys;
+      g.scale = h.scale;
+      g.num_rows = queries;
+      for (size_t i = 0; i < queries; ++i) {
+        g.q[i] = q.data() + i * dim;
+        g.out[i] = decode.data() + i * dim;
+        g.rule[i] = h.rule.Row(i);
+      }
+      const size_t state = mha::kernels::DecodeStateSize(g);
+      std::vector<float> states(2 * state);
+      auto decode_scratch = hwy::AllocateAligned<float>(mha::kernels::DecodeScratchSize(g));
+      mha::kernels::DecodePartial(g, 0, keys / 2, states.data(), decode_scratch.get());
+      mha::kernels::DecodePartial(g, keys / 2, keys, states.data() + state, decode_scratch.get());
+      mha::kernels::DecodeMerge(g, states.data(), 2, state);
+      ExpectNear(flash, expected, "flash");
+      ExpectNear(with_weights, flash, "weights path vs flash");
+      ExpectNear(decode, flash, "decode vs flash");
+      ExpectNear(weights, expected_weights, "weights");
+    }
+  }
+}
+
 TEST_P(KernelTest, FullyMaskedRowIsNaN) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
   for (bool weights : {false, true}) {
@@ -282,8 +360,8 @@ TEST_P(KernelTest, FullyMaskedRowIsNaN) {
     h.num_queries = 2;
     h.masked_keys = 3;
     h.qk_dim = h.v_dim = 4;
-    h.mask = mask.data();
-    h.mask_stride = 3;
+    h.rule.mask = mask.data();
+    h.rule.mask_stride = 3;
     std::vector<float> out(8), w(6);
     if (weights) {
       h.weights = w.data();

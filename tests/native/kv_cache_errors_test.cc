@@ -1,6 +1,7 @@
 // Bad decoding calls: each returns an error naming the cache (or argument)
 // and the numbers, leaves the cache as it was, and decoding then continues
 // with the same results as a run that never saw the error.
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -238,8 +239,14 @@ TEST(KVCacheCreateErrors, GqaAndRotaryConfig) {
   c.rotary.dim = 6;
   ExpectError(mha::MultiheadAttention::Create(c, &m), {"rotary.dim", "got 6"});
   c.rotary.dim = 0;
-  c.rotary.base = -1.0;
-  ExpectError(mha::MultiheadAttention::Create(c, &m), {"rotary.base"});
+  // Positive and finite, as the JS API checks it (web/src/config.js).
+  for (const double base : {-1.0, 0.0, std::numeric_limits<double>::infinity(),
+                            std::numeric_limits<double>::quiet_NaN()}) {
+    c.rotary.base = base;
+    ExpectError(mha::MultiheadAttention::Create(c, &m), {"rotary.base", "positive finite"});
+  }
+  c.rotary.base = 1e301;
+  EXPECT_TRUE(mha::MultiheadAttention::Create(c, &m).ok());
   c.rotary.base = 10000.0;
   ASSERT_TRUE(mha::MultiheadAttention::Create(c, &m).ok());
   EXPECT_EQ(m->config().rotary.dim, 4);

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "src/json.h"
+#include "src/io/json.h"
 #include "src/multihead_attention.h"
-#include "src/safetensors.h"
+#include "src/io/safetensors.h"
 
 namespace mha_test {
 

@@ -78,6 +78,24 @@ TEST_P(FixtureTest, MatchesPyTorch) {
   }
 }
 
+// Every GEMM register tile the kernels ship, not only the one this target
+// chooses (the WASM binding has no hook to force one: this is where the
+// others run).
+TEST_P(FixtureTest, EveryGemmTileMatchesPyTorch) {
+  Fixture f;
+  ASSERT_OK(LoadFixture(GetParam(), &f));
+  for (size_t tile_rows : mha::kernels::kGemmTileRows) {
+    SCOPED_TRACE(mha::kernels::GemmTileName(tile_rows));
+    mha::kernels::SetGemmTileRows(tile_rows);
+    if (f.kind == "mha") {
+      RunMha(f, nullptr);
+    } else {
+      RunSdpa(f, nullptr);
+    }
+  }
+  mha::kernels::SetGemmTileRows(0);
+}
+
 std::string ParamName(const testing::TestParamInfo<std::tuple<int64_t, std::string>>& info) {
   return std::string(hwy::TargetName(std::get<0>(info.param))) + "_" +
          FixtureName(std::get<1>(info.param));

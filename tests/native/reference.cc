@@ -50,9 +50,10 @@ void ReferenceAttention(const mha::kernels::AttentionHead& h, std::vector<float>
       for (size_t d = 0; d < h.qk_dim; ++d) dot += double(h.q[i * h.q_stride + d]) * k[d];
       s[j] = dot * h.scale;
       if (j < h.masked_keys) {
-        if (h.mask != nullptr) s[j] += h.mask[i * h.mask_stride + j];
-        if (h.key_bias != nullptr) s[j] += h.key_bias[j];
-        if (h.causal && j > i + h.causal_offset) s[j] = neg_inf;
+        const mha::kernels::ScoreRule& r = h.rule;
+        if (r.mask != nullptr) s[j] += r.mask[i * r.mask_stride + j];
+        if (r.key_bias != nullptr) s[j] += r.key_bias[j];
+        if (r.causal && j > i + r.causal_offset) s[j] = neg_inf;
       }
     }
     ReferenceSoftmax(&s);

@@ -1,6 +1,6 @@
 // The safetensors reader: round trips, one test per header error, float
 // conversions against known bit patterns, and every committed fixture.
-#include "src/safetensors.h"
+#include "src/io/safetensors.h"
 
 #include <gtest/gtest.h>
 

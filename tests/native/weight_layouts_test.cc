@@ -1,7 +1,7 @@
 // Layout detection, the `layout` / `names` options and their errors, on the
 // layout fixtures and on small state_dicts built here. Every failed load
 // must leave the module as it was.
-#include "src/weight_layouts.h"
+#include "src/io/weight_layouts.h"
 
 #include <gtest/gtest.h>
 

@@ -28,6 +28,19 @@ export function callCore(wasm, what, call) {
   }
 }
 
+// A new Embind object of class `Binding` that create(binding, result) fills
+// (a status, as for callCore); deleted again if that fails.
+export function newBinding(wasm, Binding, what, create) {
+  const binding = new Binding();
+  try {
+    callCore(wasm, what, (heap, result) => create(binding, result));
+  } catch (error) {
+    binding.delete();
+    throw error;
+  }
+  return binding;
+}
+
 // One CallResult per module instance, for calls that run no JS between the
 // binding call and reading its result (call frames, truncate): creating and
 // deleting one per call costs more than a small call computes.

@@ -1,10 +1,12 @@
 // Where a page or a Web Worker finds the package's files, and how it loads a
 // build. No Node code here: this file is what browser bundles contain.
+import { buildFiles } from './builds.js';
 import { MHAError } from './errors.js';
 import { describe } from './validate.js';
 
 // Each URL is written out in full, `new URL('literal', import.meta.url)`, so
-// that Vite, webpack 5 and Parcel ship the file and rewrite the URL.
+// that Vite, webpack 5 and Parcel ship the file and rewrite the URL: the
+// table of builds.js by hand (tests/js/builds.test.js checks they agree).
 function packagedFiles() {
   return {
     'relaxed-simd-threaded': {
@@ -34,15 +36,7 @@ function filesUnder(wasmPaths) {
   let base = String(wasmPaths);
   if (!base.endsWith('/')) base += '/';
   const at = (name) => new URL(name, new URL(base, globalThis.location?.href)).href;
-  const threaded = (name) => ({
-    js: at(`${name}.mjs`), wasm: at(`${name}.wasm`), worker: at(`${name}.worker.js`),
-  });
-  return {
-    'relaxed-simd-threaded': threaded('mha-relaxed-simd-threaded'),
-    'simd-threaded': threaded('mha-simd-threaded'),
-    simd: { js: at('mha-simd.mjs'), wasm: at('mha-simd.wasm') },
-    proxyWorker: at('mha-proxy-worker.mjs'),
-  };
+  return { ...buildFiles(at), proxyWorker: at('mha-proxy-worker.mjs') };
 }
 
 // { [build]: { js, wasm, worker? }, proxyWorker }: absolute URLs.

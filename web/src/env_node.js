@@ -3,21 +3,12 @@
 // "exports": "node").
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
+import { buildFiles } from './builds.js';
 
-const FILES = {
-  'relaxed-simd-threaded': {
-    js: new URL('../../dist/node/mha-relaxed-simd-threaded.mjs', import.meta.url),
-    wasm: new URL('../../dist/mha-relaxed-simd-threaded.wasm', import.meta.url),
-  },
-  'simd-threaded': {
-    js: new URL('../../dist/node/mha-simd-threaded.mjs', import.meta.url),
-    wasm: new URL('../../dist/mha-simd-threaded.wasm', import.meta.url),
-  },
-  simd: {
-    js: new URL('../../dist/node/mha-simd.mjs', import.meta.url),
-    wasm: new URL('../../dist/mha-simd.wasm', import.meta.url),
-  },
-};
+// The .wasm files are the browsers'; the JS glue (and its pthread worker
+// script) is Node's own, in dist/node/.
+const FILES = buildFiles((name) => new URL(name.endsWith('.wasm') ? `../../dist/${name}`
+  : `../../dist/node/${name}`, import.meta.url));
 
 export function fileUrls() {
   return FILES;

@@ -1,15 +1,13 @@
 // The JS face of mha::KVCache (see DESIGN.md, "Decoding: KV cache,
 // grouped-query heads, rotary positions"): keys and values kept across
 // forward calls, all memory allocated at creation.
-import { callCore, checkStatus, sharedResult } from './core_call.js';
+import { checkStatus, newBinding, sharedResult } from './core_call.js';
 import { MHAError } from './errors.js';
+import { Lifetime } from './lifetime.js';
 import { settle } from './settle.js';
 import { checkOptionsObject, checkPositiveInteger, describe } from './validate.js';
 
 const DTYPES = ['float32', 'float16'];
-
-// Frees the C++ cache of a KVCache the user forgot to dispose.
-const forgotten = new FinalizationRegistry((binding) => binding.delete());
 
 // {batchSize, maxLength, dtype} (+ the functional form's `extraKeys`).
 export function checkCacheOptions(options, name, extraKeys = []) {
@@ -29,48 +27,63 @@ export function checkCacheOptions(options, name, extraKeys = []) {
   };
 }
 
-// truncate(n) on a cache holding `length` keys (unknown: undefined).
-export function checkTruncate(n, length) {
-  if (!Number.isSafeInteger(n) || n < 0 || (length !== undefined && n > length)) {
-    throw new MHAError(`truncate: expected a length in [0, ${length ?? 'length'}], ` +
-                       `received ${describe(n)}`);
+// WASM's address space: KVCache::CreateOwned refuses a cache whose storage
+// would not fit (tensor.cc's Addressable, with a 32-bit size_t), before
+// allocating anything; as it computes, in doubles.
+const SIZE_MAX = 2 ** 32 - 1;
+const MAX_LENGTH = 2 ** 40;
+
+// A cache of `numKVHeads` heads of headDim-wide keys and vHeadDim-wide values.
+export function checkCacheSize({ batchSize, maxLength, dtype }, numKVHeads, headDim, vHeadDim) {
+  const rows = batchSize * maxLength;
+  const widest = numKVHeads * Math.max(headDim, vHeadDim);
+  const elementSize = dtype === 'float16' ? 2 : 4;
+  if (!(rows * widest * elementSize < SIZE_MAX) || maxLength > MAX_LENGTH) {
+    throw new MHAError(`createKVCache: cache: out of memory for batch_size ${batchSize} and max_length ` +
+                       `${maxLength}: its storage would exceed the address space`);
+  }
+}
+
+// truncate(n): n's type. Whether the cache holds n keys is the core's check
+// (through the proxy the length is not known synchronously): it rejects.
+export function checkTruncate(n) {
+  if (!Number.isSafeInteger(n) || n < 0) {
+    throw new MHAError(`truncate: expected a length (an integer >= 0), received ${describe(n)}`);
   }
 }
 
 export class KVCache {
-  // Use mha.createKVCache(options) or lib.createKVCache(options). `create`
-  // fills the new binding (binding, result) => status.
-  constructor(wasm, create) {
+  // Use mha.createKVCache(options) or lib.createKVCache(options). `options`
+  // are the checked {batchSize, maxLength, dtype}, which its getters answer
+  // (as the proxy's client does); `create` fills the new binding
+  // (binding, result) => status.
+  constructor(wasm, options, create) {
     this.wasm = wasm;
-    const binding = new wasm.KVCache();
-    try {
-      callCore(wasm, 'createKVCache', (heap, result) => create(binding, result));
-    } catch (error) {
-      binding.delete();
-      throw error;
-    }
-    this.binding = binding;
-    forgotten.register(this, binding, this);
+    this.life = new Lifetime(this, 'KVCache', newBinding(wasm, wasm.KVCache, 'createKVCache', create));
+    this.options = options;
   }
 
+  // Its binding; throws once disposed.
   checkAlive(what) {
-    if (this.binding === null) {
-      throw new MHAError(`${what}: expected a live KVCache, received one that was disposed`);
-    }
-    return this.binding;
+    return this.life.check(what);
   }
 
   /** Keys held per batch entry. */
   get length() { return this.checkAlive('cache.length').length(); }
-  get maxLength() { return this.checkAlive('cache.maxLength').maxLength(); }
-  get batchSize() { return this.checkAlive('cache.batchSize').batchSize(); }
-  get dtype() { return this.checkAlive('cache.dtype').dtype(); }
+  get maxLength() { return this.option('maxLength'); }
+  get batchSize() { return this.option('batchSize'); }
+  get dtype() { return this.option('dtype'); }
+
+  option(key) {
+    this.checkAlive(`cache.${key}`);
+    return this.options[key];
+  }
 
   // Keeps the first n keys (0 <= n <= length). A Promise, as through the
-  // proxy; bad input throws.
+  // proxy: n's type throws, n > length rejects.
   truncate(n) {
     const binding = this.checkAlive('truncate');
-    checkTruncate(n, binding.length());
+    checkTruncate(n);
     return settle(() => {
       const result = sharedResult(this.wasm);
       checkStatus(binding.truncate(n, result), result, 'truncate');
@@ -80,18 +93,18 @@ export class KVCache {
   reset() { return this.truncate(0); }
 
   dispose() {
-    if (this.binding === null) return;
-    forgotten.unregister(this);
-    this.binding.delete();
-    this.binding = null;
+    this.life.end();
   }
 }
 
+// checkCache's `ours` in the calling thread: the caches of one WASM instance.
+export const cachesOf = (wasm) => (cache) => cache instanceof KVCache && cache.wasm === wasm;
+
 // options.cache for forward / scaledDotProductAttention: undefined, or a live
-// KVCache of this library's build (returned; null and undefined: undefined).
-export function checkCache(cache, wasm) {
+// cache that `ours(cache)` accepts (returned; null and undefined: undefined).
+export function checkCache(cache, ours) {
   if (cache === undefined || cache === null) return undefined;
-  if (!(cache instanceof KVCache) || cache.wasm !== wasm) {
+  if (!ours(cache)) {
     throw new MHAError('cache: expected a KVCache from createKVCache of this library, ' +
                        `received ${describe(cache)}`);
   }

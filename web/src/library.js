@@ -1,8 +1,8 @@
 // What loadMHA() resolves to: one instantiated WASM build and its thread pool.
-import { FLAG, callFrame } from './call_frame.js';
+import { callFrame } from './call_frame.js';
 import { callCore } from './core_call.js';
 import { memoryBuffer } from './heap.js';
-import { KVCache, checkCache, checkCacheOptions } from './kv_cache.js';
+import { KVCache, cachesOf, checkCache, checkCacheOptions, checkCacheSize } from './kv_cache.js';
 import { MultiheadAttention } from './multihead_attention.js';
 import {
   checkBoolean, checkKeyValue, checkMask, checkOptionsObject, checkPositiveInteger,
@@ -17,32 +17,36 @@ const SDPA_KEYS = ['attnMask', 'isCausal', 'scale', 'enableGqa', 'cache'];
 const SDPA_CACHE_KEYS = ['numKVHeads', 'headDim', 'vHeadDim'];
 
 // The JS-visible checks of scaledDotProductAttention (also run by the proxy's
-// client, so that bad input throws in the caller's thread).
-export function checkSdpa(query, key, value, options) {
+// client, so that bad input throws in the caller's thread); ours(cache):
+// whether `cache` is a KVCache of this library.
+export function checkSdpa(query, key, value, options, ours) {
   const o = checkOptionsObject(options, 'scaledDotProductAttention options', SDPA_KEYS);
+  const cache = o.cache;
   checkTensor(query, 'query');
-  checkKeyValue(key, value, o.cache);
+  checkKeyValue(key, value, cache);
   const attnMask = checkMask(o.attnMask, 'attnMask');
   if (o.scale !== undefined && !(typeof o.scale === 'number' && o.scale > 0 && o.scale < Infinity)) {
     throw new MHAError(`scale: expected a positive number (or undefined for ` +
                        `1/sqrt(E)), received ${describe(o.scale)}`);
   }
-  const flags = (checkBoolean(o.isCausal, 'isCausal', false) ? FLAG.isCausal : 0) |
-    (checkBoolean(o.enableGqa, 'enableGqa', false) ? FLAG.enableGqa : 0);
+  const flags = {
+    isCausal: checkBoolean(o.isCausal, 'isCausal', false),
+    enableGqa: checkBoolean(o.enableGqa, 'enableGqa', false),
+  };
   // The core takes 0 as "default".
-  return { attnMask, flags, scale: o.scale ?? 0 };
+  return { attnMask, flags, scale: o.scale ?? 0, cache: checkCache(cache, ours) };
 }
 
-// lib.createKVCache's options as the core's config.
+// lib.createKVCache's options, checked as KVCache::Create would.
 export function checkSdpaCache(options) {
-  const { batchSize, maxLength, dtype } = checkCacheOptions(options, 'createKVCache',
-    SDPA_CACHE_KEYS);
-  return {
-    batch_size: batchSize, max_length: maxLength, dtype,
-    num_kv_heads: checkPositiveInteger(options.numKVHeads, 'numKVHeads'),
-    head_dim: checkPositiveInteger(options.headDim, 'headDim'),
-    v_head_dim: checkPositiveInteger(options.vHeadDim ?? options.headDim, 'vHeadDim'),
+  const checked = {
+    ...checkCacheOptions(options, 'createKVCache', SDPA_CACHE_KEYS),
+    numKVHeads: checkPositiveInteger(options.numKVHeads, 'numKVHeads'),
+    headDim: checkPositiveInteger(options.headDim, 'headDim'),
+    vHeadDim: checkPositiveInteger(options.vHeadDim ?? options.headDim, 'vHeadDim'),
   };
+  checkCacheSize(checked, checked.numKVHeads, checked.headDim, checked.vHeadDim);
+  return checked;
 }
 
 export class MHALibrary {
@@ -71,21 +75,24 @@ export class MHALibrary {
   // A cache for scaledDotProductAttention: {batchSize, numKVHeads, headDim,
   // vHeadDim, maxLength, dtype: 'float32' | 'float16'}.
   createKVCache(options) {
-    const config = checkSdpaCache(options);
-    return new KVCache(this.wasm, (cache, result) => cache.createFree(config, result));
+    const c = checkSdpaCache(options);
+    return new KVCache(this.wasm, c, (cache, result) => cache.createFree({
+      batch_size: c.batchSize, max_length: c.maxLength, dtype: c.dtype,
+      num_kv_heads: c.numKVHeads, head_dim: c.headDim, v_head_dim: c.vHeadDim,
+    }, result));
   }
 
   // torch.nn.functional.scaled_dot_product_attention (PyTorch 2.x): a bool
-  // attnMask is true where a query MAY attend.
-  async scaledDotProductAttention(query, key, value, options) {
-    const { attnMask, flags, scale } = checkSdpa(query, key, value, options);
-    const cache = checkCache(options?.cache, this.wasm);
-    const { output } = callFrame(this.wasm, 'scaledDotProductAttention',
-      [query, key ?? undefined, value ?? undefined, undefined, attnMask], flags, scale,
-      // Checked again: a getter may have disposed the cache meanwhile.
+  // attnMask is true where a query MAY attend. Bad input throws; the core's
+  // errors reject (as through the proxy).
+  scaledDotProductAttention(query, key, value, options) {
+    const { attnMask, flags, scale, cache } = checkSdpa(query, key, value, options,
+      cachesOf(this.wasm));
+    return settle(() => callFrame(this.wasm, 'scaledDotProductAttention',
+      { query, key, value, attnMask }, flags, scale,
+      // Checked again: the copy reads each tensor's getters once more.
       (frame, result) => this.wasm.scaledDotProductAttention(frame,
-        cache?.checkAlive('cache') ?? null, result));
-    return output;
+        cache?.checkAlive('cache') ?? null, result)).output);
   }
 
   // The attention modules a checkpoint (one .safetensors file's bytes, or its

@@ -1,18 +1,18 @@
 // Loads one of the three WASM builds in the calling thread, whatever the
 // environment: `env` (env_browser.js or env_node.js) says where the files are,
 // whether threads are possible and how to instantiate.
+import { BUILD_NAMES } from './builds.js';
 import { MHAError } from './errors.js';
 import { MHALibrary } from './library.js';
 import { checkOptionsObject, describe } from './validate.js';
 
-const BUILDS = ['relaxed-simd-threaded', 'simd-threaded', 'simd'];
 const LOAD_OPTIONS = ['threads', 'build', 'proxy', 'wasmPaths'];
 const AUTO_MAX_THREADS = 4;
 
 export function checkLoadOptions(options) {
   const o = checkOptionsObject(options, 'loadMHA options', LOAD_OPTIONS);
-  if (o.build !== undefined && !BUILDS.includes(o.build)) {
-    throw new MHAError(`build: expected one of ${BUILDS.map((b) => `'${b}'`).join(', ')}, ` +
+  if (o.build !== undefined && !BUILD_NAMES.includes(o.build)) {
+    throw new MHAError(`build: expected one of ${BUILD_NAMES.map((b) => `'${b}'`).join(', ')}, ` +
                        `received ${describe(o.build)}`);
   }
   if (o.proxy !== undefined && o.proxy !== 'auto' && typeof o.proxy !== 'boolean') {

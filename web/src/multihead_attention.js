@@ -1,69 +1,23 @@
 // The JS face of mha::MultiheadAttention (see DESIGN.md, "JavaScript API").
-import { FLAG, callFrame } from './call_frame.js';
-import { STATUS_OK, callCore } from './core_call.js';
+import { callFrame } from './call_frame.js';
+import { STATUS_OK, callCore, newBinding } from './core_call.js';
 import { MHAError } from './errors.js';
-import { KVCache, checkCache, checkCacheOptions } from './kv_cache.js';
+import { checkConfig, checkModuleCacheOptions, parametersOf } from './config.js';
+import { KVCache, cachesOf, checkCache } from './kv_cache.js';
+import { Lifetime } from './lifetime.js';
 import { settle } from './settle.js';
 import {
-  checkBoolean, checkKeyValue, checkMask, checkOptionalDim, checkOptionsObject,
-  checkPositiveInteger, checkTensor, describe,
+  checkBoolean, checkKeyValue, checkMask, checkOptionsObject, checkTensor, describe,
 } from './validate.js';
 import {
   checkShards, checkStateDictEntries, checkWeightOptions, copyHeader, copySources,
 } from './weights.js';
 
-const CONFIG_KEYS = ['embedDim', 'numHeads', 'bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim',
-  'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout', 'numKVHeads', 'rotary'];
 const FORWARD_KEYS = ['keyPaddingMask', 'attnMask', 'needWeights', 'averageAttnWeights',
   'isCausal', 'cache'];
 
-// rotary: undefined, or {dim, base, interleaved} (the core checks dim).
-function checkRotary(rotary) {
-  if (rotary === undefined) return undefined;
-  const o = checkOptionsObject(rotary, 'rotary', ['dim', 'base', 'interleaved']);
-  const base = o.base ?? 10000;
-  if (typeof base !== 'number' || !(base > 0 && base < Infinity)) {
-    throw new MHAError(`rotary.base: expected a positive number, received ${describe(base)}`);
-  }
-  return {
-    dim: checkOptionalDim(o.dim, 'rotary.dim'),
-    base,
-    interleaved: checkBoolean(o.interleaved, 'rotary.interleaved', false),
-  };
-}
-
-// Frees the C++ module of a MultiheadAttention the user forgot to dispose.
-const forgotten = new FinalizationRegistry((binding) => binding.delete());
-
 // The checks below are the JS-visible ones, also run by the proxy's client so
 // that bad input throws in the caller's thread.
-export function checkConfig(config) {
-  const name = 'createMultiheadAttention';
-  if (config === undefined) {
-    throw new MHAError(`${name}: expected an options object with embedDim and numHeads, ` +
-                       'received undefined');
-  }
-  checkOptionsObject(config, name, CONFIG_KEYS);
-  const dropout = config.dropout === undefined ? 0 : config.dropout;
-  if (typeof dropout !== 'number' || !(dropout >= 0 && dropout <= 1)) {
-    throw new MHAError(`dropout: expected a number in [0, 1], received ${describe(dropout)}`);
-  }
-  return {
-    embed_dim: checkPositiveInteger(config.embedDim, 'embedDim'),
-    num_heads: checkPositiveInteger(config.numHeads, 'numHeads'),
-    bias: checkBoolean(config.bias, 'bias', true),
-    add_bias_kv: checkBoolean(config.addBiasKV, 'addBiasKV', false),
-    add_zero_attn: checkBoolean(config.addZeroAttn, 'addZeroAttn', false),
-    kdim: checkOptionalDim(config.kdim, 'kdim'),
-    vdim: checkOptionalDim(config.vdim, 'vdim'),
-    batch_first: checkBoolean(config.batchFirst, 'batchFirst', false),
-    qk_head_dim: checkOptionalDim(config.qkHeadDim, 'qkHeadDim'),
-    v_head_dim: checkOptionalDim(config.vHeadDim, 'vHeadDim'),
-    dropout,
-    num_kv_heads: checkOptionalDim(config.numKVHeads, 'numKVHeads'),
-    rotary: checkRotary(config.rotary),
-  };
-}
 
 // { options, entries }: the core's weight options and the state_dict's
 // entries ([name, tensor] under the prefix, [name, {shape}] elsewhere);
@@ -85,16 +39,22 @@ export function checkLoadSafetensors(bytes, options) {
   return { options: checkWeightOptions(options, name), shards: checkShards(bytes, name) };
 }
 
-export function checkForward(query, key, value, options) {
+// ours(cache): whether `cache` is a KVCache of this library (checkCache).
+// The cache is checked last, after every getter of the arguments has run.
+export function checkForward(query, key, value, options, ours) {
   const o = checkOptionsObject(options, 'forward options', FORWARD_KEYS);
+  const cache = o.cache;
   checkTensor(query, 'query');
-  checkKeyValue(key, value, o.cache);
+  checkKeyValue(key, value, cache);
   return {
     keyPaddingMask: checkMask(o.keyPaddingMask, 'keyPaddingMask'),
     attnMask: checkMask(o.attnMask, 'attnMask'),
-    flags: (checkBoolean(o.needWeights, 'needWeights', true) ? FLAG.needWeights : 0) |
-      (checkBoolean(o.averageAttnWeights, 'averageAttnWeights', true) ? FLAG.averageAttnWeights : 0) |
-      (checkBoolean(o.isCausal, 'isCausal', false) ? FLAG.isCausal : 0),
+    flags: {
+      needWeights: checkBoolean(o.needWeights, 'needWeights', true),
+      averageAttnWeights: checkBoolean(o.averageAttnWeights, 'averageAttnWeights', true),
+      isCausal: checkBoolean(o.isCausal, 'isCausal', false),
+    },
+    cache: checkCache(cache, ours),
   };
 }
 
@@ -102,26 +62,22 @@ export class MultiheadAttention {
   // Use lib.createMultiheadAttention(config).
   constructor(wasm, config) {
     this.wasm = wasm;
-    const coreOptions = checkConfig(config);
-    const binding = new wasm.MultiheadAttention();
-    try {
-      callCore(wasm, 'createMultiheadAttention', (heap, result) =>
-        binding.create(coreOptions, result));
-    } catch (error) {
-      binding.delete();
-      throw error;
-    }
-    this.binding = binding;
-    // [{name, shape}]: the state_dict entries this configuration has.
-    this.parameters = binding.parameters();
-    forgotten.register(this, binding, this);
+    // The core's config, checked as the core checks it.
+    this.config = checkConfig(config);
+    this.life = new Lifetime(this, 'module', newBinding(wasm, wasm.MultiheadAttention,
+      'createMultiheadAttention', (binding, result) => binding.create(this.config, result)));
+    this.parameterSpecs = parametersOf(this.config);
   }
 
+  // [{name, shape}]: the state_dict entries this configuration has.
+  get parameters() {
+    this.checkAlive('mha.parameters');
+    return this.parameterSpecs;
+  }
+
+  // Its binding; throws once disposed.
   checkAlive(what) {
-    if (this.binding === null) {
-      throw new MHAError(`${what}: expected a live module, received one that was disposed`);
-    }
-    return this.binding;
+    return this.life.check(what);
   }
 
   // state_dict: {name: Float32Array | {data, shape}}; the module under
@@ -135,7 +91,8 @@ export class MultiheadAttention {
   loadStateDict(stateDict, options) {
     const name = 'loadStateDict';
     const binding = this.checkAlive(name);
-    const { options: o, inside, outside } = checkLoadStateDict(stateDict, options, this.parameters);
+    const { options: o, inside, outside } =
+      checkLoadStateDict(stateDict, options, this.parameterSpecs);
     return settle(() => {
       callCore(this.wasm, name, (heap, result) => binding.loadStateDict([
         ...inside.map(([key, tensor]) => ({ name: key, ...heap.copyTensor(tensor) })),
@@ -165,27 +122,27 @@ export class MultiheadAttention {
   // A KVCache for this module: {batchSize, maxLength, dtype: 'float32' | 'float16'}.
   createKVCache(options) {
     const binding = this.checkAlive('createKVCache');
-    const { batchSize, maxLength, dtype } = checkCacheOptions(options, 'createKVCache');
-    return new KVCache(this.wasm, (cache, result) =>
+    const checked = checkModuleCacheOptions(this.config, options);
+    const { batchSize, maxLength, dtype } = checked;
+    return new KVCache(this.wasm, checked, (cache, result) =>
       binding.createKVCache(cache, batchSize, maxLength, dtype, result));
   }
 
-  async forward(query, key, value, options) {
+  // Bad input throws; the core's errors reject (as through the proxy).
+  forward(query, key, value, options) {
     this.checkAlive('forward');
-    const { keyPaddingMask, attnMask, flags } = checkForward(query, key, value, options);
-    const cache = checkCache(options?.cache, this.wasm);
-    return callFrame(this.wasm, 'forward',
-      [query, key ?? undefined, value ?? undefined, keyPaddingMask, attnMask], flags, 0,
-      // Checked again: a getter (of an option or a tensor) may have disposed
-      // the module or the cache meanwhile.
+    const { keyPaddingMask, attnMask, flags, cache } = checkForward(query, key, value, options,
+      cachesOf(this.wasm));
+    // Again: a getter of an option or a tensor may have disposed the module.
+    this.checkAlive('forward');
+    return settle(() => callFrame(this.wasm, 'forward',
+      { query, key, value, keyPaddingMask, attnMask }, flags, 0,
+      // And again: the copy reads each tensor's getters once more.
       (frame, result) => this.checkAlive('forward').forward(frame,
-        cache?.checkAlive('cache') ?? null, result));
+        cache?.checkAlive('cache') ?? null, result)));
   }
 
   dispose() {
-    if (this.binding === null) return;
-    forgotten.unregister(this);
-    this.binding.delete();
-    this.binding = null;
+    this.life.end();
   }
 }

@@ -2,16 +2,15 @@
 // caller keeps its arrays and may change them at once), but cheaply. Where the page can share
 // memory (cross-origin isolated, as the threaded build needs anyway) the client copies each array
 // once into a SharedArrayBuffer that the worker reads in place; elsewhere postMessage clones them.
-// Chromium 156 clones at about 0.5 GB/s (fresh allocations on both sides): a W4 forward's 4.25 MB
-// of inputs took 8.9 ms on the page's thread and 14 ms until the worker had them; copied into
-// shared memory, 0.9 and 4.0 ms. Small calls gain a little too (round trip to a worker with two
-// arrays of 16 KB: 0.20 ms cloned, 0.14 ms shared; of 1 KB: 0.11 and 0.10 ms), so every call with
-// arrays that goes by postMessage uses it (load 10, AMD EPYC Zen 3); most small ones now go through
-// proxy_channel.js instead. A staging buffer is used again once the call that filled it has been
+// A structured clone allocates afresh on both sides and is several times slower than one copy into
+// shared memory, for large inputs (a forward's megabytes) and a little for small ones, so every
+// call with arrays that goes by postMessage uses it (figures: commit 4d49fdf); most small calls
+// go through proxy_channel.js instead. A staging buffer is used again once the call that filled it has been
 // answered, so steady calls allocate nothing.
 // In a message, each array is { [ARRAY]: index } and the message carries either
 // `staged: { buffer, views: [[type, byteOffset, length], ...] }` or `arrays: [copies]`.
 import { MHAError } from './errors.js';
+import { alignUp } from './heap.js';
 
 export const ARRAY = '__mhaArray';
 
@@ -19,14 +18,11 @@ export const ARRAY = '__mhaArray';
 // any other view in a call (a subclass, a DataView) sends the whole call by clone.
 const TYPES = new Set(['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array',
   'Int32Array', 'Uint32Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array']);
-const ALIGN = 16;
 const MIN_STAGING_BYTES = 1 << 16;
 // Staging buffers up to this size (a W6 forward's 8 MB of inputs) are kept for the next call;
 // a larger one (a checkpoint's bytes for loadSafetensors) is made to measure and dropped after
 // its call, so that the page does not hold it for good.
 const KEEP_BYTES = 1 << 24;
-
-const alignUp = (bytes) => Math.ceil(bytes / ALIGN) * ALIGN;
 
 export function builtinType(array) {
   const name = array.constructor?.name;

@@ -1,26 +1,30 @@
 // A faster way to and from the proxy's worker for small calls, where the page can share memory
-// (cross-origin isolated): two mailboxes in one SharedArrayBuffer. The client writes a request
-// (its message as JSON, then its typed arrays) and wakes the worker, which sleeps in Atomics.wait
-// between calls (it does not spin); the worker writes the reply the same way and wakes the page,
-// which waits with Atomics.waitAsync. Why: in Chromium 156 on a 2-core Zen 3 (load 1.7-2.8), a
-// postMessage cost its sender 25-30 µs and reached a sleeping worker 40-65 µs later, and an
-// empty round trip page -> worker -> page took 65-115 µs by postMessage both ways, 10-20 µs this
-// way (medians of 500; when the other core is busy both grow to ~110-130 µs, as each wake-up
-// waits for a core).
-// A message that JSON would not carry exactly (undefined, NaN, -0, ArrayBuffer, BigInt, ...),
-// or whose arrays do not fit, goes by postMessage as before, and the mailbox then only says so.
-// One message is in flight at a time: the client writes the next once the last is answered.
+// (cross-origin isolated): two mailboxes in one SharedArrayBuffer, requests (page -> worker) and
+// replies (worker -> page). A postMessage costs its sender and wakes a sleeping worker late; a
+// mailbox costs a copy and an Atomics.notify.
+// Protocol. The client sends one call at a time (the next once the last is answered); each call
+// has an id, larger than any before. A mailbox's first word is the id of the message it holds or
+// answers, stored after everything else in it, then notified. A request goes in the request
+// mailbox (its message as JSON, then its typed arrays), or, when JSON would not carry it exactly
+// (undefined, NaN, -0, ArrayBuffer, BigInt, ...) or its arrays do not fit, by postMessage
+// followed by a marker with its id (KIND.posted) in the mailbox. The worker answers a mailbox
+// request in the reply mailbox, or by postMessage followed by a marker with the id it answers;
+// a request that came by postMessage is answered by postMessage. Both sides wait with
+// Atomics.waitAsync (the worker's event loop stays free between calls: finalizers, Emscripten's
+// thread messages) and never trust a wake-up: a reader loops until the first word holds the id
+// it awaits (the client: its call's; the worker: any id but the last it took), so a late notify
+// of an earlier message, or a marker of an earlier call, cannot be taken for the one awaited.
+// Neither side writes a mailbox again before the other has answered what it holds, so a reader
+// reads it in the turn that finds the id it awaits (the client only while that call is in flight).
+import { alignUp } from './heap.js';
 import { ARRAY, builtinType, placeArrays, receivedArrays } from './proxy_arrays.js';
 
 const CAPACITY = 1 << 16;    // payload bytes per mailbox: a decoding step of E = 4096 fits
-const WORDS = 4;             // [sequence, kind, JSON code units, arrays bytes]
-const ALIGN = 16;
+const WORDS = 4;             // [id, kind, JSON code units, arrays bytes]
 const REQUEST = 0;
 const REPLY = WORDS * 4 + CAPACITY;
 
-export const KIND = { message: 1, posted: 2 };
-
-const alignUp = (bytes) => Math.ceil(bytes / ALIGN) * ALIGN;
+const KIND = { message: 1, posted: 2 };
 
 // Whether JSON.parse(JSON.stringify(value)) equals value (plain data only).
 function jsonExact(value) {
@@ -39,20 +43,22 @@ function jsonExact(value) {
 
 // One direction: a header of Int32 words and a payload [arrays, 16-byte aligned | JSON]. The JSON
 // is kept as UTF-16 code units: TextEncoder and TextDecoder refuse shared memory in Chromium, and
-// with a copy they took 4-6 µs more per message than this loop (a forward's 250 characters). The
-// message read carries `staged: { buffer, views }` for its arrays, as proxy_arrays.js reads them.
+// with a copy they are slower than this loop. The message read carries
+// `staged: { buffer, views }` for its arrays, as proxy_arrays.js reads them. `pause()` runs where
+// the other side may run meanwhile (a test delays there).
 class Mailbox {
-  constructor(buffer, at) {
+  constructor(buffer, at, pause) {
     this.buffer = buffer;
+    this.pause = pause;
     this.words = new Int32Array(buffer, at, WORDS);
     this.payloadAt = at + WORDS * 4;
     this.payload = new Uint8Array(buffer, this.payloadAt, CAPACITY);
   }
 
-  // Writes `message` and the arrays its { [ARRAY]: i } stand for, then wakes the reader; false,
-  // writing nothing, when JSON would not carry it exactly, an array is not of a builtin type or
-  // it does not fit.
-  write(message, arrays) {
+  // Writes `message` and the arrays its { [ARRAY]: i } stand for as message `id`, then wakes the
+  // reader; false, writing nothing, when JSON would not carry it exactly, an array is not of a
+  // builtin type or it does not fit.
+  write(id, message, arrays) {
     const types = arrays.map(builtinType);
     if (types.includes(null) || !jsonExact(message)) return false;
     const views = [];
@@ -72,18 +78,34 @@ class Mailbox {
     });
     this.words[2] = json.length;
     this.words[3] = bytes;
-    this.post(KIND.message);
+    this.publish(id, KIND.message);
     return true;
   }
 
-  // Wakes the reader: the message is in the mailbox, or (KIND.posted) went by postMessage.
-  post(kind) {
+  // Says that message `id` is in the mailbox, or (KIND.posted) went by postMessage, and wakes
+  // the reader. The id goes last: a reader that sees it sees the rest.
+  publish(id, kind) {
     Atomics.store(this.words, 1, kind);
-    Atomics.add(this.words, 0, 1);
+    Atomics.store(this.words, 0, id);
+    this.pause();
     Atomics.notify(this.words, 0);
   }
 
-  // { kind, message? }: the message last posted, its arrays in place.
+  // Resolves to the id in the mailbox once `wanted(id)` holds, or to null once `live()` no
+  // longer does. waitAsync on the id last seen returns at once if another is there already, so
+  // no wake-up is lost; any wake-up only makes it look again.
+  async until(wanted, live = () => true) {
+    for (;;) {
+      const id = Atomics.load(this.words, 0);
+      if (wanted(id)) return id;
+      if (!live()) return null;
+      this.pause();
+      const { async, value } = Atomics.waitAsync(this.words, 0, id);
+      if (async) await value;
+    }
+  }
+
+  // { kind, message? }: what the mailbox holds, its arrays in place.
   read() {
     const kind = this.words[1];
     if (kind !== KIND.message) return { kind };
@@ -96,55 +118,69 @@ class Mailbox {
 
 // The client's mailboxes: requests out, replies in.
 export class ClientChannel {
-  constructor() {
+  constructor(pause = () => {}) {
     this.buffer = new SharedArrayBuffer(2 * (WORDS * 4 + CAPACITY));
-    this.requests = new Mailbox(this.buffer, REQUEST);
-    this.replies = new Mailbox(this.buffer, REPLY);
+    this.pause = pause;
+    this.requests = new Mailbox(this.buffer, REQUEST, pause);
+    this.replies = new Mailbox(this.buffer, REPLY, pause);
   }
 
-  // Writes a request (see Mailbox.write), then calls `receive` with its reply, its arrays copied
-  // out of shared memory, unless it came by postMessage or `current()` no longer holds when it
-  // is read (the worker may then be writing the next). False when it cannot carry the request.
-  call(message, arrays, current, receive) {
-    // Before writing: the worker may answer before waitAsync below is called.
-    const seen = Atomics.load(this.replies.words, 0);
-    if (!this.requests.write(message, arrays)) return false;
-    const wait = Atomics.waitAsync(this.replies.words, 0, seen);
-    const read = () => {
-      if (!current()) return;
-      const { message } = this.replies.read();
-      if (message === undefined) return;
-      const arrays = receivedArrays(message).map((array) => array.slice());
-      delete message.staged;
-      if ('value' in message) message.value = placeArrays(message.value, arrays);
-      receive(message);
-    };
-    if (wait.async) wait.value.then(read);
-    else read();
-    return true;
+  // Sends the request `message` (named by its id): in the mailbox when `arrays` (its typed
+  // arrays, see Mailbox.write) is not null and it fits, else by `post()` and a marker. Resolves
+  // to the reply, its arrays copied out of shared memory, when it comes in the mailbox; to null
+  // when it comes by postMessage, or when `live()` turns false first (the worker died).
+  async call(message, arrays, post, live) {
+    const { id } = message;
+    if (arrays === null || !this.requests.write(id, message, arrays)) {
+      post();
+      this.pause();
+      this.requests.publish(id, KIND.posted);
+      return null;
+    }
+    const answered = await this.replies.until((seen) => seen === id, live);
+    // Read in the turn that finds the call live: until the client sends the next request, the
+    // worker writes nothing more in the reply mailbox (a call that is no longer live might read
+    // the next reply as it is being written).
+    if (answered === null || !live()) return null;
+    const { message: reply } = this.replies.read();
+    if (reply === undefined) return null;
+    const copies = receivedArrays(reply).map((array) => array.slice());
+    delete reply.staged;
+    if ('value' in reply) reply.value = placeArrays(reply.value, copies);
+    return reply;
+  }
+
+  // Wakes a call waiting for its reply, so that it finds itself no longer live.
+  interrupt() {
+    Atomics.notify(this.replies.words, 0);
   }
 }
 
 // The worker's side of the same buffer.
 export class WorkerChannel {
-  constructor(buffer) {
-    this.requests = new Mailbox(buffer, REQUEST);
-    this.replies = new Mailbox(buffer, REPLY);
-    this.seen = 0;
+  constructor(buffer, pause) {
+    this.pause = pause;
+    this.requests = new Mailbox(buffer, REQUEST, pause);
+    this.replies = new Mailbox(buffer, REPLY, pause);
+    this.last = 0;   // the id of the request last taken
   }
 
-  // Sleeps until the client posts; { kind, message? }, its arrays read in place.
-  nextRequest() {
-    Atomics.wait(this.requests.words, 0, this.seen);
-    this.seen = Atomics.load(this.requests.words, 0);
+  // The next request: { kind, message? }, its arrays read in place.
+  async nextRequest() {
+    this.last = await this.requests.until((id) => id !== this.last);
     return this.requests.read();
   }
 
-  // Writes the reply { id, value, ... } with the arrays in `value`; false when it cannot.
-  reply({ value, ...message }) {
+  // Answers with `reply` ({ id, value, ... }, the arrays in `value`): in the mailbox if it fits,
+  // else by `post(reply)` and a marker with the id it answers.
+  reply(reply, post) {
+    const { value, ...message } = reply;
     const arrays = [];
     if (value !== undefined) message.value = liftArrays(value, arrays);
-    return this.replies.write(message, arrays);
+    if (this.replies.write(reply.id, message, arrays)) return;
+    post(reply);
+    this.pause();
+    this.replies.publish(reply.id, KIND.posted);
   }
 }
 
@@ -154,4 +190,37 @@ function liftArrays(value, arrays) {
   if (Array.isArray(value)) return value.map((v) => liftArrays(v, arrays));
   if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return value;
   return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, liftArrays(v, arrays)]));
+}
+
+// The worker's message loop: answers each message, one at a time in the order sent (a call waits
+// for the load and for every call sent before it, as it would in the caller's thread).
+// `load(message)` answers { op: 'load', channel? } and `answer(message)` the calls; `transfer(reply)`
+// lists the buffers handed over with a reply by postMessage. With a channel, the loop takes
+// requests from it between messages (see the protocol above) until a marker says that one came
+// by postMessage: that one is answered next, then the loop goes back to the channel.
+// A failure of the loop's own (a call's errors are replies) is thrown outside the chain: it
+// reaches the page's onerror, which rejects the pending calls, where a rejected queue would leave
+// them waiting.
+export function serveWorker(port, { load, answer, transfer }, pause = () => {}) {
+  let channel = null;
+  const post = (reply) => port.postMessage(reply, transfer(reply));
+  const handle = async (message) => {
+    if (message.op === 'load') {
+      if (message.channel) channel = new WorkerChannel(message.channel, pause);
+      return port.postMessage(await load(message));
+    }
+    post(await answer(message));
+  };
+  const serve = async () => {
+    for (;;) {
+      const { kind, message } = await channel.nextRequest();
+      if (kind === KIND.posted) return;
+      channel.reply(await answer(message), post);
+    }
+  };
+  let queue = Promise.resolve();
+  port.onmessage = ({ data }) => {
+    queue = queue.then(() => handle(data)).then(() => channel && serve())
+      .catch((error) => setTimeout(() => { throw error; }));
+  };
 }

@@ -8,12 +8,10 @@
 // one (objects made in the old one are lost).
 import { MHAError } from './errors.js';
 import { ARRAY, ArraySender, checkAttached } from './proxy_arrays.js';
-import { ClientChannel, KIND } from './proxy_channel.js';
+import { ClientChannel } from './proxy_channel.js';
 import { HANDLE, PROXIED } from './proxy_table.js';
+import { Lifetime } from './lifetime.js';
 import { moduleWorkerUrl } from './env_browser.js';
-
-// Objects the caller forgot to dispose: released in the worker when collected.
-const forgotten = new FinalizationRegistry(({ connection, handle }) => connection.release(handle));
 
 function toError({ name, message }) {
   if (name === 'MHAError') return new MHAError(message);
@@ -48,13 +46,15 @@ function encode(value, objects, path, arrays) {
 const sharedMemory = () => globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function' &&
   typeof Atomics.waitAsync === 'function';
 
-// One worker and the calls pending in it. With a channel (proxy_channel.js), one message is in
-// the worker at a time: the others wait in `queue`, their arrays copied at call time.
-class Connection {
-  constructor(options, files) {
+// One worker and the calls pending in it, each named by an id (increasing). With a channel
+// (proxy_channel.js, whose comment states the protocol), one call is in the worker at a time:
+// the others wait in `queue`, their arrays copied at call time, and go by postMessage. A reply
+// settles its call by its id, whichever way it came. (A test passes its own channel.)
+export class Connection {
+  constructor(options, files, channel = sharedMemory() ? new ClientChannel() : null) {
     this.pending = new Map();   // id -> { resolve, reject, objects, message, arrays, staging }
     this.arrays = new ArraySender();
-    this.channel = sharedMemory() ? new ClientChannel() : null;
+    this.channel = channel;
     this.queue = [];
     this.inFlight = null;
     this.nextId = 1;
@@ -109,6 +109,7 @@ class Connection {
     this.pending.clear();
     this.queue = [];
     this.inFlight = null;
+    this.channel?.interrupt();
   }
 
   // Sends target.method(...args); `created` is the object a `creates` method returns.
@@ -128,12 +129,22 @@ class Connection {
   // Posts `call`, or queues it behind the one in flight with its arrays copied now.
   post(call) {
     this.pending.set(call.message.id, call);
-    if (this.channel === null || this.inFlight !== null) this.pack(call);
-    if (this.channel === null) this.worker.postMessage(call.message);
-    else {
-      this.queue.push(call);
-      this.dispatch();
+    if (this.channel === null) {
+      try {
+        this.postMessage(call);
+      } catch (error) {
+        this.fail(call, error);
+      }
+      return;
     }
+    if (this.inFlight !== null) this.pack(call);
+    this.queue.push(call);
+    this.dispatch();
+  }
+
+  // Answers `call`, which could not be sent (its message could not be cloned), with that error.
+  fail(call, { name, message }) {
+    this.receive({ id: call.message.id, error: { name, message }, states: {} });
   }
 
   pack(call) {
@@ -142,17 +153,20 @@ class Connection {
     call.arrays = null;
   }
 
-  // The next queued call to the worker: through the channel when it can carry it.
+  // Sends `call` by postMessage, its arrays staged or cloned (proxy_arrays.js).
+  postMessage(call) {
+    if (call.arrays !== null) this.pack(call);
+    this.worker.postMessage(call.message);
+  }
+
+  // The next queued call to the worker, through the channel. A reply read from the channel is
+  // received here; one by postMessage in onmessage. A call that could not be sent fails, and the
+  // next goes on.
   dispatch() {
     if (this.inFlight !== null || this.queue.length === 0) return;
     const call = this.inFlight = this.queue.shift();
-    if (call.arrays !== null &&
-        this.channel.call(call.message, call.arrays, () => this.inFlight === call, (reply) => this.receive(reply))) {
-      return;
-    }
-    if (call.arrays !== null) this.pack(call);
-    this.worker.postMessage(call.message);
-    this.channel.requests.post(KIND.posted);
+    this.channel.call(call.message, call.arrays, () => this.postMessage(call), () => this.inFlight === call)
+      .then((reply) => reply && this.receive(reply), (error) => this.fail(call, error));
   }
 
   release(handle) {
@@ -164,20 +178,27 @@ class Connection {
 
 // The client face of an object that lives in the worker.
 class ProxiedObject {
-  constructor(connection, handle, type) {
+  // checked: what the check of the method that made it returned, from which
+  // its table entry's `known` gives its getters' values.
+  constructor(connection, handle, type, checked) {
     this.connection = connection;
     this.handle = handle;
     this.type = type;
-    this.state = null;          // the table's state and mirror properties, once known
+    this.checked = checked;
+    this.state = PROXIED[type].known?.(checked) ?? {};
     this.creationError = null;  // the error that kept the worker from creating it
-    this.disposed = false;
+    // A disposable one is released in the worker by dispose(), or once collected.
+    if (PROXIED[type].disposable) {
+      this.life = new Lifetime(this, PROXIED[type].noun, { connection, handle }, release);
+    }
+    // checkCache's `ours`: a KVCache of the same worker.
+    this.ours = (cache) => cache instanceof ProxiedObject && cache.type === 'KVCache' &&
+      cache.connection === this.connection;
   }
 
-  checkLive(method) {
-    if (this.disposed) {
-      throw new MHAError(`${method}: expected a live ${PROXIED[this.type].noun}, received one ` +
-                         'that was disposed');
-    }
+  // As the in-thread classes': a disposed object throws.
+  checkAlive(method) {
+    this.life?.check(method);
   }
 
   call(method, args) {
@@ -185,21 +206,20 @@ class ProxiedObject {
     return this.connection.send(this, method, args);
   }
 
-  create(method, args, type) {
+  create(method, args, type, checked) {
+    if (this.creationError) throw this.creationError;
     const connection = this.connection;
-    const created = new CLIENT_CLASSES[type](connection, connection.nextHandle++, type);
+    const created = new CLIENT_CLASSES[type](connection, connection.nextHandle++, type, checked);
     connection.send(this, method, args, created).catch((error) => { created.creationError = error; });
-    forgotten.register(created, { connection, handle: created.handle }, created);
     return created;
   }
 }
 
-// Frees the object in the worker after the calls sent before (no reply).
+// Frees an object in the worker after the calls sent before (no reply).
+const release = ({ connection, handle }) => connection.release(handle);
+
 function dispose() {
-  if (this.disposed) return;
-  this.disposed = true;
-  forgotten.unregister(this);
-  this.connection.release(this.handle);
+  this.life.end();
 }
 
 // One client class per table entry: its methods check, then send.
@@ -208,28 +228,28 @@ function clientClass(type) {
   const Client = class extends ProxiedObject {};
   for (const [method, check] of Object.entries(spec.calls)) {
     Client.prototype[method] = function proxiedCall(...args) {
-      this.checkLive(method);
+      this.checkAlive(method);
       check?.(this, ...args);
       // Again: an argument's getter may have disposed this object meanwhile.
-      this.checkLive(method);
+      this.checkAlive(method);
       return this.call(method, args);
     };
   }
   for (const [method, made] of Object.entries(spec.creates)) {
     Client.prototype[method] = function proxiedCreate(...args) {
-      this.checkLive(method);
-      made.check(this, ...args);
-      return this.create(method, args, made.type);
+      this.checkAlive(method);
+      const checked = made.check(this, ...args);
+      return this.create(method, args, made.type, checked);
     };
   }
   if (spec.disposable) Client.prototype.dispose = dispose;
-  for (const key of [...spec.state, ...spec.mirror]) {
+  for (const key of spec.getters) {
     Object.defineProperty(Client.prototype, key, {
+      // A module or cache the worker could not make (out of memory there)
+      // throws that error from then on, as its calls reject with it.
       get() {
-        if (this.state === null) {
-          throw new MHAError(`${key}: not known until the worker has made this ${spec.noun}; ` +
-                             'await any of its calls first');
-        }
+        if (this.creationError) throw this.creationError;
+        this.checkAlive(`${spec.name}.${key}`);
         return this.state[key];
       },
     });
@@ -244,14 +264,13 @@ const CLIENT_CLASSES = Object.fromEntries(Object.keys(PROXIED).map((type) => [ty
 class ProxiedLibrary extends CLIENT_CLASSES.MHALibrary {
   constructor(connection, info, options, files) {
     super(connection, 0, 'MHALibrary');
-    this.state = {};
     this.info = Object.freeze({ ...info, proxy: true });
     this.restart = () => new Connection(options, files);
   }
 
-  checkLive(method) {
+  checkAlive(method) {
     if (this.connection.dead) this.connection = this.restart();
-    super.checkLive(method);
+    super.checkAlive(method);
   }
 
   // Ends the worker now, even mid-forward (WASM cannot be interrupted

@@ -5,25 +5,33 @@
 //            with the JS-visible check the in-thread method runs first (so
 //            bad input throws in the caller's thread too), or null;
 //   creates: methods that return a new proxied object synchronously (its
-//            class and check); it lives in the worker and is sent as a handle;
-//   state:   properties read once when the object is created, and
-//   mirror:  properties read again after every call that involves the object,
-//            both copied to the client for synchronous getters;
+//            class and check, whose result the client keeps as `checked`);
+//            it lives in the worker and is sent as a handle;
+//   getters: its properties, answered by the client from `state`:
+//   known:   their values from its creating check's result alone, as the
+//            in-thread class has them (so known at once);
+//   mirror:  those that calls change: read again in the worker after every
+//            call that involves the object and copied to the client;
 //   disposable: whether it has dispose() (frees it in the worker);
-//   noun:    what a disposed one is called in messages.
-// The checks receive the client object first (its `state` is null until the
-// worker has created the object).
-import { checkCacheOptions, checkTruncate } from './kv_cache.js';
+//   name, noun: what it is called in messages ('cache.length'; a disposed
+//            KVCache).
+// The checks receive the client object first (its `checked` and `state`;
+// `self.ours`: whether a value is a proxied KVCache of the same worker).
+import { checkModuleCacheOptions, checkConfig, parametersOf } from './config.js';
+import { checkTruncate } from './kv_cache.js';
 import { checkSdpa, checkSdpaCache } from './library.js';
 import { checkShards } from './weights.js';
 import {
-  checkConfig, checkForward, checkLoadSafetensors, checkLoadStateDict,
+  checkForward, checkLoadSafetensors, checkLoadStateDict,
 } from './multihead_attention.js';
+
+// A new cache's getters, from its checked {batchSize, maxLength, dtype}.
+const newCache = ({ batchSize, maxLength, dtype }) => ({ length: 0, maxLength, batchSize, dtype });
 
 export const PROXIED = {
   MHALibrary: {
     calls: {
-      scaledDotProductAttention: (self, ...args) => checkSdpa(...args),
+      scaledDotProductAttention: (self, q, k, v, options) => checkSdpa(q, k, v, options, self.ours),
       heapInfo: null,
       listAttentionModules: (self, bytes) => checkShards(bytes, 'listAttentionModules'),
     },
@@ -31,39 +39,44 @@ export const PROXIED = {
       createMultiheadAttention: { type: 'MultiheadAttention', check: (self, config) => checkConfig(config) },
       createKVCache: { type: 'KVCache', check: (self, options) => checkSdpaCache(options) },
     },
-    state: [],
+    getters: [],
+    known: null,
     mirror: [],
     disposable: false,
     noun: 'library',
   },
   MultiheadAttention: {
     calls: {
-      // Bare Float32Arrays are checked against `parameters`, known once created.
+      // Bare Float32Arrays are checked against the module's parameters.
       loadStateDict: (self, stateDict, options) =>
-        self.state && checkLoadStateDict(stateDict, options, self.state.parameters),
+        checkLoadStateDict(stateDict, options, self.state.parameters),
       loadSafetensors: (self, bytes, options) => checkLoadSafetensors(bytes, options),
-      forward: (self, ...args) => checkForward(...args),
+      forward: (self, q, k, v, options) => checkForward(q, k, v, options, self.ours),
     },
     creates: {
       createKVCache: {
-        type: 'KVCache', check: (self, options) => checkCacheOptions(options, 'createKVCache'),
+        type: 'KVCache', check: (self, options) => checkModuleCacheOptions(self.checked, options),
       },
     },
-    state: ['parameters'],
+    getters: ['parameters'],
+    known: (config) => ({ parameters: parametersOf(config) }),
     mirror: [],
     disposable: true,
+    name: 'mha',
     noun: 'module',
   },
   KVCache: {
     calls: {
-      truncate: (self, n) => checkTruncate(n, self.state?.length),
+      truncate: (self, n) => checkTruncate(n),
       reset: null,
     },
     creates: {},
-    state: ['maxLength', 'batchSize', 'dtype'],
+    getters: ['length', 'maxLength', 'batchSize', 'dtype'],
+    known: newCache,
     // Calls that take the cache (forward, scaledDotProductAttention) change it.
     mirror: ['length'],
     disposable: true,
+    name: 'cache',
     noun: 'KVCache',
   },
 };

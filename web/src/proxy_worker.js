@@ -5,21 +5,20 @@
 //   { op: 'call', id, target, method, args, create? }
 //                                             -> { op: 'reply', id, value | error, states }
 //   { op: 'release', id, target }             (dispose)  -> { op: 'reply', id, states }
-// With a channel (proxy_channel.js; `channel` is its buffer in the load message) the worker
-// sleeps on it between messages: each comes in it, or by postMessage when it says so, and is
-// answered the way it came (by postMessage when the reply does not fit).
+// With a channel (proxy_channel.js; `channel` is its buffer in the load message) the calls come
+// through it as well, or by postMessage when it says so; proxy_channel.js states that protocol
+// and runs the loop (serveWorker).
 // Objects are addressed by handle (0 = the library); `create` is the handle
 // the client chose for the object a `creates` method returns.
 import * as env from './env_browser.js';
 import { loadInThread } from './load.js';
 import { placeArrays, receivedArrays } from './proxy_arrays.js';
-import { KIND, WorkerChannel } from './proxy_channel.js';
+import { serveWorker } from './proxy_channel.js';
 import { HANDLE, PROXIED } from './proxy_table.js';
 import { MHAError } from './errors.js';
 
 const objects = new Map();   // handle -> { object, type }
 const failed = new Map();    // handle -> the error that kept it from being made
-let channel = null;
 
 function lookUp(handle) {
   const entry = objects.get(handle);
@@ -80,8 +79,7 @@ async function call({ id, target, method, args, create, staged, arrays }) {
   if (made === undefined) return { id, value, states };
   const created = { object: value, type: made.type };
   objects.set(create, created);
-  const createdSpec = PROXIED[made.type];
-  states[create] = stateOf(created, [...createdSpec.state, ...createdSpec.mirror]);
+  states[create] = stateOf(created, PROXIED[made.type].mirror);
   return { id, value: null, states };
 }
 
@@ -102,9 +100,8 @@ function holdLock(name) {
   }));
 }
 
-async function load({ options, files, lock, channel: buffer }) {
+async function load({ options, files, lock }) {
   await holdLock(lock);
-  if (buffer) channel = new WorkerChannel(buffer);
   const lib = await loadInThread(options, env, files);
   objects.set(0, { object: lib, type: 'MHALibrary' });
   return { op: 'loaded', info: lib.info };
@@ -123,34 +120,9 @@ async function answer(message) {
   }
 }
 
-async function handle(message) {
-  if (message.op === 'load') {
-    return self.postMessage(await load(message).catch((error) => ({ op: 'failed', error: encodeError(error) })));
-  }
-  const reply = await answer(message);
-  self.postMessage(reply, buffersIn(reply.value));
-}
-
-// Answers the channel's messages until one comes by postMessage.
-async function serve() {
-  for (;;) {
-    const { kind, message } = channel.nextRequest();
-    if (kind === KIND.posted) return;
-    const reply = await answer(message);
-    if (!channel.reply(reply)) {
-      self.postMessage(reply, buffersIn(reply.value));
-      channel.replies.post(KIND.posted);
-    }
-  }
-}
-
-// One message at a time, in order: a call waits for the load and for every
-// call sent before it, as it would in the caller's thread.
-// A failure of the worker's own (a call's errors are replies) is thrown
-// outside the chain: it reaches the page's onerror, which rejects the pending
-// calls, where a rejected queue would leave them waiting.
-let queue = Promise.resolve();
-self.onmessage = ({ data }) => {
-  queue = queue.then(() => handle(data)).then(() => channel && serve())
-    .catch((error) => setTimeout(() => { throw error; }));
-};
+// The engine's answers to the client's messages (proxy_channel.js runs the loop).
+serveWorker(self, {
+  load: (message) => load(message).catch((error) => ({ op: 'failed', error: encodeError(error) })),
+  answer,
+  transfer: (reply) => buffersIn(reply.value),
+});

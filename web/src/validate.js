@@ -14,7 +14,7 @@ function article(noun) {
 
 // What a value is, for "received ..." in messages.
 export function describe(value) {
-  if (value === null) return 'null';
+  if (value === null || value === undefined) return String(value);
   if (Array.isArray(value)) return `an Array of length ${value.length}`;
   if (ArrayBuffer.isView(value)) {
     return `${article(value.constructor.name)} ${value.constructor.name} of length ${value.length}`;

@@ -2,7 +2,7 @@
 // on each. The relaxed-SIMD build needs relaxed SIMD in the engine (Node >= 22,
 // or Node 20 with --experimental-wasm-relaxed-simd: scripts/test.sh runs the
 // computing suites a second time so).
+import { BUILDS as ALL } from '../../../web/src/builds.js';
 import { relaxedSimdSupported } from '../../../web/src/load.js';
 
-export const BUILDS = ['simd-threaded', 'simd',
-  ...(relaxedSimdSupported() ? ['relaxed-simd-threaded'] : [])];
+export const BUILDS = Object.keys(ALL).filter((name) => !ALL[name].relaxedSimd || relaxedSimdSupported());

@@ -1,0 +1,58 @@
+// The README's benchmark summary, made from bench/RESULTS.md so that the two cannot disagree:
+// after a new bench/RESULTS.md, `node bench/lib/readme_summary.mjs --write` puts it between the
+// README's bench-summary markers; tests/js/readme_examples.test.js checks that it is current.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const BEGIN = '<!-- bench-summary: made from bench/RESULTS.md by bench/lib/readme_summary.mjs -->';
+export const END = '<!-- /bench-summary -->';
+
+// The cells of the first table row of `engine` at `threads` after `heading` (a line that starts
+// the section, e.g. '| **WebAssembly in Node**').
+function row(results, heading, engine, threads) {
+  const from = results.indexOf(heading);
+  if (from < 0) throw new Error(`bench/RESULTS.md has no section ${heading}`);
+  const line = results.slice(from).split('\n')
+    .find((l) => l.startsWith(`| ${engine} | ${threads} |`));
+  if (line === undefined) throw new Error(`bench/RESULTS.md has no row ${engine} ${threads} after ${heading}`);
+  return line.split('|').slice(3, -1).map((cell) => cell.trim());
+}
+
+const ratios = (cells) => cells.flatMap((cell) => [...cell.matchAll(/×([\d.]+)/g)].map((m) => Number(m[1])));
+const span = (values) => `${Math.min(...values).toFixed(1)} to ${Math.max(...values).toFixed(1)}`;
+const mib = (cell) => Number(cell.match(/heap ([\d.]+) MiB/)[1]);
+
+export function summary(results) {
+  const header = results.split('\n')[2].split(' · ');
+  const host = header[1];
+  const minutes = header.find((field) => / min$/.test(field));
+  const node = '| **WebAssembly in Node**';
+  const ours = row(results, node, 'mha-wasm', 2);
+  const ort = row(results, node, 'onnxruntime-web', 2);
+  const native = ['1', '2'].flatMap((t) => ratios(row(results, '| **native**', 'onnxruntime-node', t).slice(0, 6)));
+  const decoding = results.slice(results.indexOf('## Decoding'));
+  const decode = ratios(row(decoding, node, 'onnxruntime-web', 2));
+  const longest = (cells) => cells[7].match(/^\d+/)?.[0];
+  return `The last run took ${minutes} on ${host}. There mha-wasm on 2 threads was ${span(ratios(ort.slice(0, 6)))} ` +
+    'times as fast as onnxruntime-web on the six workloads W1-W6 in Node, with a ' +
+    `${Math.round(mib(ours[6]))} MiB heap on W6 where onnxruntime-web needed ` +
+    `${(mib(ort[6]) / 1024).toFixed(1)} GiB, and ran L = S = ${longest(ours)} where onnxruntime-web ` +
+    `stopped at ${longest(ort)}; decoding (D1-D5) it was ${span(decode)} times as fast. ` +
+    `Native mha was ${span(native)} times as fast as onnxruntime-node (1 and 2 threads).`;
+}
+
+// The README with its summary replaced by `text`.
+export function withSummary(readme, text) {
+  const begin = readme.indexOf(BEGIN);
+  const end = readme.indexOf(END);
+  if (begin < 0 || end < begin) throw new Error('README.md has no bench-summary markers');
+  return `${readme.slice(0, begin + BEGIN.length)}\n${text}\n${readme.slice(end)}`;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv.includes('--write')) {
+  const readmePath = `${ROOT}README.md`;
+  const text = summary(readFileSync(`${ROOT}bench/RESULTS.md`, 'utf8'));
+  writeFileSync(readmePath, withSummary(readFileSync(readmePath, 'utf8'), text));
+  console.log(text);
+}

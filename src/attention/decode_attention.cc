@@ -1,0 +1,123 @@
+#include "src/attention/decode_attention.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+namespace mha {
+namespace {
+
+using kernels::AttentionHead;
+using kernels::DecodeGroup;
+
+// Keys per range at least: a range's fixed costs (queries, state, merge)
+// stay small beside its keys.
+constexpr size_t kMinKeysPerRange = 128;
+// Ranges per thread: items are claimed dynamically, so a few per thread even
+// out threads slowed by other load.
+constexpr size_t kRangesPerThread = 4;
+
+std::atomic<size_t> g_forced_keys_per_range{0};  // SetDecodeSplitForTesting
+std::atomic<size_t> g_split_calls{0};
+
+bool SameKeys(const AttentionHead& a, const AttentionHead& b) {
+  return a.k == b.k && a.v == b.v && a.k_half == b.k_half && a.v_half == b.v_half &&
+         a.rule.key_bias == b.rule.key_bias && a.masked_keys == b.masked_keys;
+}
+
+// Appends the rows of `head` (its queries) to `group`.
+void AddRows(const AttentionHead& head, DecodeGroup* group) {
+  for (size_t i = 0; i < head.num_queries; ++i) {
+    const size_t r = group->num_rows++;
+    group->q[r] = head.q + i * head.q_stride;
+    group->out[r] = head.out + i * head.out_stride;
+    group->rule[r] = head.rule.Row(i);
+  }
+}
+
+DecodeGroup StartGroup(const AttentionHead& head) {
+  DecodeGroup g;
+  g.half = head.k_half != nullptr;
+  g.k = g.half ? static_cast<const void*>(head.k_half) : head.k;
+  g.v = g.half ? static_cast<const void*>(head.v_half) : head.v;
+  g.k_stride = head.k_stride;
+  g.v_stride = head.v_stride;
+  g.num_keys = head.masked_keys;
+  g.qk_dim = head.qk_dim;
+  g.v_dim = head.v_dim;
+  g.scale = head.scale;
+  return g;
+}
+
+// Keys beyond every row's horizon are never read.
+size_t AttendedKeys(const DecodeGroup& g) {
+  size_t horizon = 0;
+  for (size_t r = 0; r < g.num_rows; ++r) horizon = std::max(horizon, g.rule[r].Horizon(0));
+  return std::min(g.num_keys, horizon);
+}
+
+}  // namespace
+
+void RunDecodeHeads(const std::vector<AttentionHead>& heads, ThreadPool* pool,
+                    AlignedBuffer* scratch) {
+  // Grow-only, one per calling thread; the pool's threads read this one.
+  thread_local std::vector<DecodeGroup> buffer;
+  std::vector<DecodeGroup>& groups = buffer;
+  groups.clear();
+  for (size_t i = 0; i < heads.size(); ++i) {
+    const AttentionHead& h = heads[i];
+    if (i == 0 || !SameKeys(h, heads[i - 1]) ||
+        groups.back().num_rows + h.num_queries > kernels::kMaxDecodeRows) {
+      groups.push_back(StartGroup(h));
+    }
+    AddRows(h, &groups.back());
+  }
+  size_t total_keys = 0, state_size = 0, scratch_size = 0, work = 0;
+  for (DecodeGroup& g : groups) {
+    g.num_keys = AttendedKeys(g);
+    total_keys += g.num_keys;
+    state_size = std::max(state_size, kernels::DecodeStateSize(g));
+    scratch_size = std::max(scratch_size, kernels::DecodeScratchSize(g));
+    work += g.num_rows * g.num_keys * (g.qk_dim + g.v_dim);
+  }
+  const size_t forced = g_forced_keys_per_range.load(std::memory_order_relaxed);
+  if (forced == 0) pool = SharedPool(pool, work);
+  const size_t min_keys = forced != 0 ? forced : kMinKeysPerRange;
+  const size_t threads = pool != nullptr ? pool->num_threads() : 1;
+  // Ranges per group: enough items for every thread (two at least when
+  // forced), few keys each no less than min_keys.
+  const size_t wanted = std::max<size_t>(
+      forced != 0 ? 2 : 1, (threads * kRangesPerThread + groups.size() - 1) / groups.size());
+  const size_t max_keys = total_keys / groups.size() + 1;
+  const size_t ranges = threads == 1 ? 1 : std::max<size_t>(1, std::min(wanted, max_keys / min_keys));
+  if (ranges > 1) g_split_calls.fetch_add(1, std::memory_order_relaxed);
+  state_size = (state_size + 15) / 16 * 16;
+  scratch_size = (scratch_size + 63) / 64 * 64;
+  float* states = scratch->Get(groups.size() * ranges * state_size + threads * scratch_size);
+  float* thread_scratch = states + groups.size() * ranges * state_size;
+  auto task = [&](size_t begin, size_t end, size_t thread) {
+    for (size_t item = begin; item < end; ++item) {
+      const DecodeGroup& g = groups[item / ranges];
+      const size_t range = item % ranges;
+      const size_t j0 = g.num_keys * range / ranges, j1 = g.num_keys * (range + 1) / ranges;
+      kernels::DecodePartial(g, j0, j1, states + item * state_size,
+                             thread_scratch + thread * scratch_size);
+    }
+  };
+  if (pool != nullptr) {
+    pool->ParallelFor(groups.size() * ranges, task);
+  } else {
+    task(0, groups.size() * ranges, 0);
+  }
+  for (size_t i = 0; i < groups.size(); ++i) {
+    kernels::DecodeMerge(groups[i], states + i * ranges * state_size, ranges, state_size);
+  }
+}
+
+void SetDecodeSplitForTesting(size_t min_keys_per_range) {
+  g_forced_keys_per_range.store(min_keys_per_range, std::memory_order_relaxed);
+}
+
+size_t DecodeSplitCalls() { return g_split_calls.load(std::memory_order_relaxed); }
+
+}  // namespace mha

@@ -1,0 +1,33 @@
+#include "src/attention/rotary.h"
+
+#include <cmath>
+
+#include "src/kernels/kernels.h"
+
+namespace mha {
+
+void RotateRows(const Rotation& rotary, float* x, size_t ld, size_t seq_len, size_t batch,
+                bool batch_first, size_t num_heads, size_t head_dim, size_t first_position,
+                std::vector<float>* table) {
+  const size_t dim = rotary.dim, half = dim / 2;
+  // Row s: the dim/2 cosines, then the dim/2 sines, of position first + s.
+  // Angles in double: at position 4096 a float32 angle would be off by ~3e-4.
+  table->resize(seq_len * dim);
+  for (size_t s = 0; s < seq_len; ++s) {
+    float* row = table->data() + s * dim;
+    const double position = static_cast<double>(first_position + s);
+    for (size_t i = 0; i < half; ++i) {
+      const double angle =
+          position * std::pow(rotary.base, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
+      row[i] = static_cast<float>(std::cos(angle));
+      row[half + i] = static_cast<float>(std::sin(angle));
+    }
+  }
+  for (size_t r = 0; r < seq_len * batch; ++r) {
+    const float* angles = table->data() + (batch_first ? r % seq_len : r / batch) * dim;
+    kernels::RotateHeads(x + r * ld, num_heads, head_dim, dim, rotary.interleaved, angles,
+                         angles + half);
+  }
+}
+
+}  // namespace mha

@@ -1,0 +1,73 @@
+#include "src/core/attention_call.h"
+
+namespace mha {
+
+AttentionPlan MakePlan(const CallDims& dims, size_t num_extra, bool need_weights, bool causal,
+                       float scale) {
+  AttentionPlan plan;
+  plan.N = static_cast<size_t>(dims.N);
+  plan.H = static_cast<size_t>(dims.H);
+  plan.Hkv = static_cast<size_t>(dims.Hkv);
+  plan.L = static_cast<size_t>(dims.L);
+  plan.S = static_cast<size_t>(dims.S);
+  plan.P = static_cast<size_t>(dims.P);
+  plan.qk_dim = static_cast<size_t>(dims.qk_dim);
+  plan.v_dim = static_cast<size_t>(dims.v_dim);
+  plan.num_extra = num_extra;
+  plan.causal = causal;
+  plan.scale = scale;
+  plan.kernel = ChooseAttentionKernel(plan.L, need_weights, num_extra);
+  return plan;
+}
+
+KVRows AppendKeys(KVCache* cache, const KVRows& new_rows, size_t S) {
+  if (cache == nullptr) return new_rows;
+  KVCacheAccess::Write(*cache, {new_rows.keys, new_rows.k_batch, new_rows.k_step, new_rows.k_head},
+                       {new_rows.values, new_rows.v_batch, new_rows.v_step, new_rows.v_head}, S);
+  return KVCacheAccess::Read(*cache);
+}
+
+void FillHeads(const AttentionPlan& plan, const HeadSources& sources,
+               std::vector<kernels::AttentionHead>* heads) {
+  const size_t group = plan.H / plan.Hkv, keys = plan.Keys(), T = plan.T();
+  heads->clear();
+  for (size_t n = 0; n < plan.N; ++n) {
+    for (size_t h = 0; h < plan.H; ++h) {
+      kernels::AttentionHead head;
+      head.q = sources.q.At(n, h);
+      head.q_stride = sources.q.row;
+      sources.kv.PointHead(n, h / group, &head);
+      head.out = sources.out.At(n, h);
+      head.out_stride = sources.out.row;
+      head.num_queries = plan.L;
+      head.masked_keys = sources.masked_keys != nullptr ? sources.masked_keys[n] : T;
+      head.qk_dim = plan.qk_dim;
+      head.v_dim = plan.v_dim;
+      head.scale = plan.scale;
+      head.num_extra = plan.num_extra;
+      if (plan.num_extra > 0) {
+        head.extra_k = sources.extra_k + h * plan.num_extra * plan.qk_dim;
+        head.extra_v = sources.extra_v + h * plan.num_extra * plan.v_dim;
+      }
+      kernels::ScoreRule& rule = head.rule;
+      if (sources.mask.base != nullptr) {
+        rule.mask = sources.mask.At(n, h);
+        rule.mask_stride = sources.mask.row;
+      }
+      if (sources.key_bias != nullptr) rule.key_bias = sources.key_bias + n * T;
+      rule.causal = plan.causal;
+      rule.causal_offset = plan.P;
+      if (sources.weights != nullptr) {
+        head.weights = sources.weights + (n * plan.H + h) * plan.L * keys;
+        head.weights_stride = keys;
+      }
+      heads->push_back(head);
+    }
+  }
+}
+
+void CommitKeys(KVCache* cache, size_t T) {
+  if (cache != nullptr) KVCacheAccess::Grow(*cache, static_cast<int64_t>(T));
+}
+
+}  // namespace mha

@@ -1,0 +1,109 @@
+// The core's side of mha::KVCache (src/kv_cache.h): its storage and lock,
+// appending and reading keys. Used by MultiheadAttention::Forward and
+// ScaledDotProductAttention; not part of the API.
+#ifndef MHA_SRC_CORE_KV_CACHE_INTERNAL_H_
+#define MHA_SRC_CORE_KV_CACHE_INTERNAL_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "hwy/aligned_allocator.h"
+#include "src/kernels/kernels.h"
+#include "src/kv_cache.h"
+#include "src/status.h"
+
+namespace mha {
+
+// Storage, head-major: per batch entry and key/value head, max_length rows
+// of head_dim keys (of v_head_dim values): row t of head g of entry n
+// starts at element ((n * num_kv_heads + g) * max_length + t) * head_dim.
+// So a head's keys are one contiguous run that decoding streams through
+// (position-major rows made each head read a slice of every row, and the
+// prefetched rest of the row was gone before the next head needed it).
+// Elements are float, or uint16_t (IEEE half bits) for kFloat16.
+struct KVCache::State {
+  std::mutex mutex;  // held by each call that reads or writes the cache
+  // Written under `mutex`; read without it by KVCache::length().
+  std::atomic<int64_t> length{0};
+  hwy::AlignedFreeUniquePtr<uint8_t[]> keys, values;
+};
+
+// New rows to append: the features of head g of new key j of batch entry n
+// start at data + n * batch_stride + j * seq_stride + g * head_stride.
+struct NewKVRows {
+  const float* data;
+  size_t batch_stride, seq_stride, head_stride;
+};
+
+// Where attention reads keys and values: row j of the keys of batch entry n,
+// key/value head g starts at keys + n * k_batch + g * k_head + j * k_step
+// (values likewise), or in the float16 rows keys_half / values_half when
+// those are set. Callers describe their own inputs with one;
+// KVCacheAccess::Read describes the cache.
+struct KVRows {
+  const float* keys = nullptr;
+  const float* values = nullptr;
+  const uint16_t* keys_half = nullptr;
+  const uint16_t* values_half = nullptr;
+  size_t k_batch = 0, k_head = 0, k_step = 0;
+  size_t v_batch = 0, v_head = 0, v_step = 0;
+
+  // Points `head` at the keys and values of entry n, head g (and sets its strides).
+  void PointHead(size_t n, size_t g, kernels::AttentionHead* head) const {
+    const size_t k = n * k_batch + g * k_head, v = n * v_batch + g * v_head;
+    if (keys_half != nullptr) {
+      head->k_half = keys_half + k;
+      head->v_half = values_half + v;
+    } else {
+      head->k = keys + k;
+      head->v = values + v;
+    }
+    head->k_stride = k_step;
+    head->v_stride = v_step;
+  }
+};
+
+class KVCacheAccess {
+ public:
+  // A cache tied to module `owner` (MultiheadAttention::CreateKVCache); 0
+  // for a free-standing one.
+  static Status Create(const KVCacheConfig& config, uint64_t owner, std::unique_ptr<KVCache>* out);
+
+  static uint64_t Owner(const KVCache& cache) { return cache.owner_; }
+
+  // Held by each call that reads or writes the cache, for the whole call.
+  static std::unique_lock<std::mutex> Lock(KVCache& cache) {
+    return std::unique_lock<std::mutex>(cache.state_->mutex);
+  }
+
+  // "cache (batch_size 1, num_kv_heads 8, head_dim 64, v_head_dim 64,
+  // max_length 4096, float32, holding 12)", for error messages.
+  static std::string Describe(const KVCache& cache);
+
+  // OK when `new_keys` more keys fit; else an error naming the numbers.
+  static Status CheckAppend(const KVCache& cache, int64_t new_keys);
+
+  // Stores new_keys keys and values per batch entry at positions length()..
+  // (converted to float16 if so stored). They count only after Grow; the
+  // caller holds the lock and has checked CheckAppend(new_keys).
+  static void Write(KVCache& cache, const NewKVRows& keys, const NewKVRows& values,
+                    size_t new_keys);
+
+  // Records that the rows [length(), length) of every batch entry now hold
+  // keys and values; length() <= length <= max_length. The caller holds the lock.
+  static void Grow(KVCache& cache, int64_t length) {
+    cache.state_->length.store(length, std::memory_order_release);
+  }
+
+  // The storage, for attention: float32 rows, or float16 ones (keys_half,
+  // values_half) that the kernels convert as they read them.
+  static KVRows Read(const KVCache& cache);
+};
+
+}  // namespace mha
+
+#endif  // MHA_SRC_CORE_KV_CACHE_INTERNAL_H_

@@ -1,0 +1,231 @@
+#include "src/multihead_attention.h"
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <set>
+
+#include "src/core/kv_cache_internal.h"
+#include "src/core/multihead_attention_impl.h"
+
+namespace mha {
+
+Status MultiheadAttention::Create(const MultiheadAttentionConfig& config,
+                                  std::unique_ptr<MultiheadAttention>* out) {
+  const MultiheadAttentionConfig& c = config;
+  if (c.embed_dim <= 0) {
+    return Status::InvalidArgument("embed_dim: expected a positive integer, got " +
+                                   std::to_string(c.embed_dim));
+  }
+  if (c.num_heads <= 0) {
+    return Status::InvalidArgument("num_heads: expected a positive integer, got " +
+                                   std::to_string(c.num_heads));
+  }
+  if (c.kdim < 0 || c.vdim < 0 || c.qk_head_dim < 0 || c.v_head_dim < 0) {
+    return Status::InvalidArgument(
+        "kdim, vdim, qk_head_dim, v_head_dim: expected positive integers (or 0 for the default), "
+        "got " + std::to_string(c.kdim) + ", " + std::to_string(c.vdim) + ", " +
+        std::to_string(c.qk_head_dim) + ", " + std::to_string(c.v_head_dim));
+  }
+  if ((c.qk_head_dim == 0 || c.v_head_dim == 0) && c.embed_dim % c.num_heads != 0) {
+    return Status::InvalidArgument("num_heads: embed_dim (" + std::to_string(c.embed_dim) +
+                                   ") must be divisible by num_heads (" +
+                                   std::to_string(c.num_heads) + ")");
+  }
+  if (!(c.dropout >= 0.0f && c.dropout < 1.0f)) {
+    return Status::InvalidArgument("dropout: expected a probability in [0, 1), got " +
+                                   std::to_string(c.dropout));
+  }
+  const int64_t kMaxDim = int64_t{1} << 24;
+  if (c.embed_dim > kMaxDim || c.num_heads > kMaxDim || c.kdim > kMaxDim || c.vdim > kMaxDim ||
+      c.qk_head_dim > kMaxDim || c.v_head_dim > kMaxDim) {
+    return Status::InvalidArgument("config: dims above 2^24 are not supported");
+  }
+  if (c.num_kv_heads < 0 || c.num_kv_heads > c.num_heads ||
+      (c.num_kv_heads > 0 && c.num_heads % c.num_kv_heads != 0)) {
+    return Status::InvalidArgument("num_kv_heads: expected a divisor of num_heads (" +
+                                   std::to_string(c.num_heads) + ") or 0 for num_heads, got " +
+                                   std::to_string(c.num_kv_heads));
+  }
+  MultiheadAttentionConfig resolved = c;
+  const int64_t head_dim = c.embed_dim / c.num_heads;
+  if (resolved.kdim == 0) resolved.kdim = c.embed_dim;
+  if (resolved.vdim == 0) resolved.vdim = c.embed_dim;
+  if (resolved.qk_head_dim == 0) resolved.qk_head_dim = head_dim;
+  if (resolved.v_head_dim == 0) resolved.v_head_dim = head_dim;
+  if (resolved.num_kv_heads == 0) resolved.num_kv_heads = c.num_heads;
+  if (c.rotary.enabled) {
+    RotaryConfig& r = resolved.rotary;
+    if (r.dim == 0) r.dim = resolved.qk_head_dim;
+    if (r.dim < 0 || r.dim % 2 != 0 || r.dim > resolved.qk_head_dim) {
+      return Status::InvalidArgument("rotary.dim: expected an even number of features <= "
+                                     "qk_head_dim (" + std::to_string(resolved.qk_head_dim) +
+                                     "), got " + std::to_string(r.dim));
+    }
+    if (!(std::isfinite(r.base) && r.base > 0.0)) {
+      return Status::InvalidArgument("rotary.base: expected a positive finite number, got " +
+                                     std::to_string(r.base));
+    }
+  }
+  try {
+    out->reset(new MultiheadAttention(resolved));
+  } catch (const std::exception&) {
+    return Status::OutOfMemory("config: not enough memory for the parameters");
+  }
+  return Status::Ok();
+}
+
+MultiheadAttention::MultiheadAttention(const MultiheadAttentionConfig& config)
+    : config_(config), impl_(new Impl) {
+  Impl& m = *impl_;
+  const MultiheadAttentionConfig& c = config_;
+  m.embed_dim = c.embed_dim;
+  m.kdim = c.kdim;
+  m.vdim = c.vdim;
+  static std::atomic<uint64_t> next_id{1};
+  m.id = next_id.fetch_add(1);
+  m.qk = c.num_heads * c.qk_head_dim;
+  m.vv = c.num_heads * c.v_head_dim;
+  m.kk = c.num_kv_heads * c.qk_head_dim;
+  m.kv = c.num_kv_heads * c.v_head_dim;
+  m.in_proj_packed = c.kdim == c.embed_dim && c.vdim == c.embed_dim && m.qk == c.embed_dim &&
+                     m.vv == c.embed_dim && c.num_kv_heads == c.num_heads;
+  const int64_t q_size = m.qk * c.embed_dim, k_size = m.kk * c.kdim, v_size = m.kv * c.vdim;
+  m.in_weight.assign(q_size + k_size + v_size, 0.0f);
+  if (c.bias) {
+    m.in_bias.assign(m.qk + m.kk + m.kv, 0.0f);
+    m.out_bias.assign(c.embed_dim, 0.0f);
+  }
+  if (c.add_bias_kv) {
+    m.bias_k.assign(m.kk, 0.0f);
+    m.bias_v.assign(m.kv, 0.0f);
+  }
+  m.out_weight.assign(c.embed_dim * m.vv, 0.0f);
+  const float* b = c.bias ? m.in_bias.data() : nullptr;
+  m.q_proj.Reset(m.in_weight.data(), b, m.qk, c.embed_dim);
+  m.k_proj.Reset(m.in_weight.data() + q_size, b ? b + m.qk : nullptr, m.kk, c.kdim);
+  m.v_proj.Reset(m.in_weight.data() + q_size + k_size, b ? b + m.qk + m.kk : nullptr, m.kv,
+                 c.vdim);
+  if (c.kdim == c.embed_dim && c.vdim == c.embed_dim) {
+    m.qkv_proj.Reset(m.in_weight.data(), b, m.qk + m.kk + m.kv, c.embed_dim);
+  }
+  m.out_proj.Reset(m.out_weight.data(), c.bias ? m.out_bias.data() : nullptr, c.embed_dim, m.vv);
+}
+
+MultiheadAttention::~MultiheadAttention() = default;
+
+Status MultiheadAttention::CreateKVCache(int64_t batch_size, int64_t max_length,
+                                         KVCacheDtype dtype,
+                                         std::unique_ptr<KVCache>* out) const {
+  if (config_.add_bias_kv || config_.add_zero_attn) {
+    return Status::InvalidArgument(
+        "cache: a module with add_bias_kv or add_zero_attn cannot decode with a cache");
+  }
+  KVCacheConfig c;
+  c.batch_size = batch_size;
+  c.num_kv_heads = config_.num_kv_heads;
+  c.head_dim = config_.qk_head_dim;
+  c.v_head_dim = config_.v_head_dim;
+  c.max_length = max_length;
+  c.dtype = dtype;
+  return KVCacheAccess::Create(c, impl_->id, out);
+}
+
+std::vector<ParameterSpec> MultiheadAttention::Parameters() const {
+  const Impl& m = *impl_;
+  const MultiheadAttentionConfig& c = config_;
+  std::vector<ParameterSpec> specs;
+  if (m.in_proj_packed) {
+    specs.push_back({"in_proj_weight", {3 * c.embed_dim, c.embed_dim}});
+  } else {
+    specs.push_back({"q_proj_weight", {m.qk, c.embed_dim}});
+    specs.push_back({"k_proj_weight", {m.kk, c.kdim}});
+    specs.push_back({"v_proj_weight", {m.kv, c.vdim}});
+  }
+  if (c.bias) specs.push_back({"in_proj_bias", {m.qk + m.kk + m.kv}});
+  if (c.add_bias_kv) {
+    specs.push_back({"bias_k", {1, 1, m.kk}});
+    specs.push_back({"bias_v", {1, 1, m.kv}});
+  }
+  specs.push_back({"out_proj.weight", {c.embed_dim, m.vv}});
+  if (c.bias) specs.push_back({"out_proj.bias", {c.embed_dim}});
+  return specs;
+}
+
+std::vector<ParameterSpec> MultiheadAttention::AcceptedParameters() const {
+  const Impl& m = *impl_;
+  std::vector<ParameterSpec> specs = Parameters();
+  // With embed_dim-wide keys and values, in_proj_weight and the three
+  // q/k/v_proj_weight hold the same numbers: either form loads.
+  if (config_.kdim == config_.embed_dim && config_.vdim == config_.embed_dim) {
+    if (m.in_proj_packed) {
+      specs.push_back({"q_proj_weight", {m.qk, config_.embed_dim}});
+      specs.push_back({"k_proj_weight", {m.kk, config_.embed_dim}});
+      specs.push_back({"v_proj_weight", {m.kv, config_.embed_dim}});
+    } else {
+      specs.push_back({"in_proj_weight", {m.qk + m.kk + m.kv, config_.embed_dim}});
+    }
+  }
+  return specs;
+}
+
+std::vector<std::string> MultiheadAttention::MissingParameters(
+    const std::set<std::string>& have) const {
+  std::vector<std::string> missing;
+  const bool have_qkv =
+      have.count("q_proj_weight") && have.count("k_proj_weight") && have.count("v_proj_weight");
+  for (const ParameterSpec& spec : Parameters()) {
+    if (have.count(spec.name)) continue;
+    if (spec.name == "in_proj_weight" && have_qkv) continue;
+    if (spec.name.size() == 13 && spec.name.compare(1, 12, "_proj_weight") == 0 &&
+        have.count("in_proj_weight")) {
+      continue;
+    }
+    missing.push_back(spec.name);
+  }
+  return missing;
+}
+
+Status MultiheadAttention::CheckParameter(const std::string& name, const float* data,
+                                          const Shape& shape) const {
+  std::vector<std::string> names;
+  for (const ParameterSpec& spec : AcceptedParameters()) {
+    names.push_back(spec.name);
+    if (spec.name != name) continue;
+    if (shape != spec.shape) {
+      return Status::InvalidArgument(name + ": expected shape " + ShapeString(spec.shape) +
+                                     ", got " + ShapeString(shape));
+    }
+    if (data == nullptr) return Status::InvalidArgument(name + ": data is null");
+    return Status::Ok();
+  }
+  return Status::InvalidArgument("state_dict: unexpected parameter '" + name +
+                                 "' for this configuration; expected one of: " + JoinNames(names));
+}
+
+Status MultiheadAttention::LoadParameter(const std::string& name, const float* data,
+                                         const Shape& shape) {
+  MHA_RETURN_IF_ERROR(CheckParameter(name, data, shape));
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mutex);
+  const int64_t q_size = m.qk * m.embed_dim, k_size = m.kk * m.kdim;
+  float* dst = nullptr;
+  if (name == "in_proj_weight" || name == "q_proj_weight") dst = m.in_weight.data();
+  if (name == "k_proj_weight") dst = m.in_weight.data() + q_size;
+  if (name == "v_proj_weight") dst = m.in_weight.data() + q_size + k_size;
+  if (name == "in_proj_bias") dst = m.in_bias.data();
+  if (name == "bias_k") dst = m.bias_k.data();
+  if (name == "bias_v") dst = m.bias_v.data();
+  if (name == "out_proj.weight") dst = m.out_weight.data();
+  if (name == "out_proj.bias") dst = m.out_bias.data();
+  std::memcpy(dst, data, static_cast<size_t>(NumElements(shape)) * sizeof(float));
+  m.loaded.insert(name);
+  for (PackedLinear* p : {&m.q_proj, &m.k_proj, &m.v_proj, &m.qkv_proj, &m.out_proj}) {
+    p->Invalidate();
+  }
+  return Status::Ok();
+}
+
+}  // namespace mha

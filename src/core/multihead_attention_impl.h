@@ -1,0 +1,91 @@
+// The private state of MultiheadAttention, shared by its source files, and
+// the stages of its forward pass (multihead_attention_run.cc).
+#ifndef MHA_SRC_CORE_MULTIHEAD_ATTENTION_IMPL_H_
+#define MHA_SRC_CORE_MULTIHEAD_ATTENTION_IMPL_H_
+
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "src/attention/aligned_buffer.h"
+#include "src/attention/attention.h"
+#include "src/attention/linear.h"
+#include "src/core/attention_call.h"
+#include "src/kernels/kernels.h"
+#include "src/multihead_attention.h"
+
+namespace mha {
+
+// A forward call as its checks found it (CheckForward builds it): the
+// attention plan, with its kernel decided there once, and the layout.
+struct ForwardPlan {
+  AttentionPlan attention;
+  bool batched = false;
+  bool batch_first = false;  // batched and config.batch_first
+};
+
+// The projected queries, keys and values: rows in the inputs' memory order
+// ((seq, N) or (N, seq)), ld floats apart.
+struct Projections {
+  float *q = nullptr, *k = nullptr, *v = nullptr;
+  size_t q_ld = 0, k_ld = 0, v_ld = 0;
+};
+
+// Parameters, their packed forms and the reusable per-forward buffers.
+struct MultiheadAttention::Impl {
+  uint64_t id = 0;  // tells this module's caches from others'
+  int64_t qk = 0;   // num_heads * qk_head_dim: queries
+  int64_t vv = 0;   // num_heads * v_head_dim: attention outputs
+  int64_t kk = 0;   // num_kv_heads * qk_head_dim: keys
+  int64_t kv = 0;   // num_kv_heads * v_head_dim: values
+  bool in_proj_packed = false;  // one in_proj_weight (kdim == vdim == embed_dim, default heads)
+
+  // [q_proj_weight; k_proj_weight; v_proj_weight], as in_proj_weight when packed.
+  std::vector<float> in_weight;
+  std::vector<float> in_bias;  // [q; k; v] biases, or empty
+  std::vector<float> bias_k, bias_v;
+  std::vector<float> out_weight, out_bias;
+  std::set<std::string> loaded;
+  bool complete = false;  // every parameter loaded (`loaded` only grows): Forward checks once
+
+  PackedLinear q_proj, k_proj, v_proj, qkv_proj, out_proj;
+
+  std::mutex mutex;  // one Forward at a time: buffers below are shared
+  AlignedBuffer qkv, attn, extras, head_weights, scratch;
+  std::vector<float> kpm_storage, mask_storage, rotary_table;
+  std::vector<kernels::AttentionHead> heads;
+  std::vector<size_t> live_keys;                // per batch entry
+  bool trimmed = false;                         // live_keys stops before some keys
+  std::vector<PackedLinear::Block> key_blocks;  // their rows of the key projections
+  int64_t embed_dim = 0, kdim = 0, vdim = 0;
+
+  // The forward pass on validated inputs, stage by stage (below). Throws
+  // std::bad_alloc when buffers cannot grow, leaving the cache as it was.
+  void Run(const MultiheadAttentionConfig& c, const ForwardPlan& plan, const TensorView& query,
+           const TensorView& key, const TensorView& value, const ForwardOptions& options,
+           ForwardResult* result, ThreadPool* pool);
+
+  // Key padding as an additive mask (null without one). Without weights or
+  // a cache, keys it removes at the end of a batch entry are never
+  // attended: live_keys stops each entry before them and `trimmed` says so.
+  const float* TrimKeyPadding(const ForwardPlan& plan, const ForwardOptions& o);
+  // Q, K and V (the live keys' rows only when trimmed).
+  Projections Project(const ForwardPlan& plan, const TensorView& query, const TensorView& key,
+                      const TensorView& value, ThreadPool* pool);
+  // Turns the projected queries and new keys by their positions.
+  void Rotate(const MultiheadAttentionConfig& c, const ForwardPlan& plan, const Projections& p);
+  // Appends the keys (AppendKeys) and lays out everything attention reads
+  // and writes, allocating the output and weights.
+  HeadSources Sources(const MultiheadAttentionConfig& c, const ForwardPlan& plan,
+                      const Projections& p, const float* key_padding, const ForwardOptions& o,
+                      ForwardResult* result);
+  // The output projection, and the weights (averaged over heads if asked)
+  // with their shape.
+  void Finish(const ForwardPlan& plan, const TensorView& query, const ForwardOptions& o,
+              const HeadSources& sources, ForwardResult* result, ThreadPool* pool);
+};
+
+}  // namespace mha
+
+#endif  // MHA_SRC_CORE_MULTIHEAD_ATTENTION_IMPL_H_

@@ -1,0 +1,60 @@
+// ScoreRule (kernels.h) applied to a block of scores: the one place that
+// says which keys a query sees and with what bias, for the flash kernel's
+// score tiles (and its weights path) and the decode kernel's rows.
+
+// Toggling include guard: compiled once per target (foreach_target.h).
+#if defined(MHA_SRC_KERNELS_SCORE_RULE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef MHA_SRC_KERNELS_SCORE_RULE_INL_H_
+#undef MHA_SRC_KERNELS_SCORE_RULE_INL_H_
+#else
+#define MHA_SRC_KERNELS_SCORE_RULE_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+
+#include "hwy/highway.h"
+#include "src/kernels/kernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mha {
+namespace HWY_NAMESPACE {
+
+// For queries i0 + q (q < n) and keys j0 + c (c < cols, all below the
+// head's masked_keys): scores[c * key_stride + q] += unit * (the masks'
+// bias), or -inf where the key is hidden from the query. `unit` is the
+// factor the scores already carry beyond the head's scale (1, or log2(e) in
+// base 2). Keys outer, queries contiguous: the flash tile's layout; a decode
+// row is n = 1.
+inline void ApplyScoreRule(const kernels::ScoreRule& r, size_t i0, size_t n, size_t j0,
+                           size_t cols, float unit, float* HWY_RESTRICT scores,
+                           size_t key_stride) {
+  // Each part loops only where it applies: a decode row that sees every key
+  // of a sub-block costs three tests, not three per key.
+  if (r.key_bias != nullptr) {
+    for (size_t c = 0; c < cols; ++c) {
+      const float bias = r.key_bias[j0 + c] * unit;
+      for (size_t q = 0; q < n; ++q) scores[c * key_stride + q] += bias;
+    }
+  }
+  if (r.mask != nullptr) {
+    for (size_t c = 0; c < cols; ++c) {
+      const float* HWY_RESTRICT mask = r.mask + i0 * r.mask_stride + j0 + c;
+      for (size_t q = 0; q < n; ++q) scores[c * key_stride + q] += mask[q * r.mask_stride] * unit;
+    }
+  }
+  // Causal: key j is hidden from the queries whose horizon does not pass it,
+  // the first j + 1 - Horizon(i0) of them.
+  const size_t horizon = r.Horizon(i0);
+  for (size_t c = horizon > j0 ? horizon - j0 : 0; c < cols; ++c) {
+    float* HWY_RESTRICT row = scores + c * key_stride;
+    std::fill(row, row + HWY_MIN(n, j0 + c + 1 - horizon), -std::numeric_limits<float>::infinity());
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace mha
+HWY_AFTER_NAMESPACE();
+
+#endif  // MHA_SRC_KERNELS_SCORE_RULE_INL_H_

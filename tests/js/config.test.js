@@ -1,0 +1,150 @@
+// web/src/config.js against the core it mirrors, over many configurations
+// drawn at random: the JS checks refuse exactly the configs and caches the
+// core refuses, with the core's messages (so that a create fails in the
+// caller's thread in both modes, proxy included), and the parameters JS
+// computes from a config are the core's own list (binding.parameters()).
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { loadMHA } from '../../web/src/index.js';
+import {
+  checkConfigRules, checkModuleCacheOptions, coreConfig, parametersOf, resolvedDims,
+} from '../../web/src/config.js';
+import { checkSdpaCache } from '../../web/src/library.js';
+
+const CONFIGS = 3000;
+const HUGE = 2 ** 24 + 2;   // refused by a rule before anything is allocated
+// Caches larger than this that JS accepts are not made in the core.
+const MAX_CACHE_BYTES = 1 << 24;
+
+let state = 20;
+const random = () => {
+  state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+  return state / 2 ** 32;
+};
+const pick = (values) => values[Math.floor(random() * values.length)];
+const maybe = (values) => (random() < 0.5 ? undefined : pick(values));
+
+function randomConfig() {
+  const config = {
+    embedDim: pick([1, 2, 3, 4, 6, 8, 12, 16, 16, 16, HUGE]),
+    numHeads: pick([1, 2, 3, 4, 8]),
+    bias: pick([true, false]),
+    addBiasKV: pick([false, false, true]),
+    addZeroAttn: pick([false, false, true]),
+    kdim: maybe([1, 5, 16, HUGE]),
+    vdim: maybe([1, 7, 16]),
+    qkHeadDim: maybe([1, 2, 3, 4, 8]),
+    vHeadDim: maybe([1, 2, 4, 6]),
+    numKVHeads: maybe([1, 2, 3, 4, 8]),
+    dropout: pick([0, 0, 0.1, 0.5, 1 - 1e-12, 1, -0.25, -1e-50, NaN]),
+  };
+  if (random() < 0.5) {
+    config.rotary = {
+      dim: maybe([1, 2, 3, 4, 6, 8, 16]),
+      base: pick([10000, 10000, 500000, 1e-300, 5e-324, 1e300, 1e301, 1e308, 0, -1, Infinity, NaN]),
+      interleaved: pick([true, false]),
+    };
+  }
+  return config;
+}
+
+function randomCacheOptions() {
+  const dim = () => pick([1, 2, 3, 8, 2 ** 20, 2 ** 31, 2 ** 41, 2 ** 53 - 1]);
+  return { batchSize: dim(), maxLength: dim(), dtype: pick(['float32', 'float16']) };
+}
+
+// The bytes of a cache's keys and values, as the core allocates them.
+function cacheBytes({ batchSize, maxLength, dtype }, heads, headDim, vHeadDim) {
+  return batchSize * maxLength * heads * (headDim + vHeadDim) * (dtype === 'float16' ? 2 : 4);
+}
+
+// The JS check's message, or '' when it accepts.
+function jsError(check) {
+  try {
+    check();
+    return '';
+  } catch (error) {
+    return error.message;
+  }
+}
+
+// The core's message for a failed status, prefixed as the JS API prefixes it.
+const coreError = (code, result, what) => (code === 0 ? '' : `${what}: ${result.message()}`);
+
+// The messages without the value received (C++ and JS print numbers differently).
+const rule = (message) => message.replace(/(, )?(got|received) [^,]*$/, '');
+
+let lib;
+let wasm;
+let result;
+before(async () => {
+  lib = await loadMHA({ build: 'simd', threads: 1 });
+  ({ wasm } = lib);
+  result = new wasm.CallResult();
+});
+after(() => result.delete());
+
+function assertSameVerdict(js, core, what) {
+  assert.equal(Boolean(js), Boolean(core), `${what}: JS says '${js}', the core '${core}'`);
+  assert.equal(rule(js), rule(core), what);
+}
+
+test(`${CONFIGS} configs: JS refuses what the core refuses and knows its parameters`, () => {
+  let made = 0;
+  let caches = 0;
+  for (let i = 0; i < CONFIGS; i++) {
+    const config = randomConfig();
+    const what = JSON.stringify(config);
+    const c = coreConfig(config);
+    const binding = new wasm.MultiheadAttention();
+    try {
+      const js = jsError(() => checkConfigRules(c));
+      const core = coreError(binding.create(c, result), result, 'createMultiheadAttention');
+      assertSameVerdict(js, core, what);
+      if (core) continue;
+      made++;
+      assert.deepEqual(parametersOf(c), binding.parameters(), what);
+      for (let j = 0; j < 3; j++) {
+        const options = randomCacheOptions();
+        const js = jsError(() => checkModuleCacheOptions(c, options));
+        const d = resolvedDims(c);
+        if (!js && cacheBytes(options, d.numKVHeads, d.qkHeadDim, d.vHeadDim) > MAX_CACHE_BYTES) {
+          continue;
+        }
+        const cache = new wasm.KVCache();
+        const core = coreError(binding.createKVCache(cache, options.batchSize, options.maxLength,
+          options.dtype, result), result, 'createKVCache');
+        cache.delete();
+        assertSameVerdict(js, core, `${what}, cache ${JSON.stringify(options)}`);
+        caches++;
+      }
+    } finally {
+      binding.delete();
+    }
+  }
+  // The draw must reach both verdicts often.
+  assert.ok(made > CONFIGS / 10 && made < CONFIGS * 0.9, `${made} of ${CONFIGS} made`);
+  assert.ok(caches > made, `${caches} caches compared`);
+});
+
+test('lib.createKVCache: JS refuses what the core refuses', () => {
+  let compared = 0;
+  for (let i = 0; i < CONFIGS; i++) {
+    const options = { ...randomCacheOptions(), numKVHeads: pick([1, 2, 8, 2 ** 20]),
+      headDim: pick([1, 4, 64, 2 ** 20]), vHeadDim: pick([undefined, 1, 128]) };
+    const js = jsError(() => checkSdpaCache(options));
+    const vHeadDim = options.vHeadDim ?? options.headDim;
+    if (!js && cacheBytes(options, options.numKVHeads, options.headDim, vHeadDim) > MAX_CACHE_BYTES) {
+      continue;
+    }
+    const cache = new wasm.KVCache();
+    const core = coreError(cache.createFree({
+      batch_size: options.batchSize, max_length: options.maxLength, dtype: options.dtype,
+      num_kv_heads: options.numKVHeads, head_dim: options.headDim, v_head_dim: vHeadDim,
+    }, result), result, 'createKVCache');
+    cache.delete();
+    assertSameVerdict(js, core, JSON.stringify(options));
+    compared++;
+  }
+  assert.ok(compared > CONFIGS / 2, `${compared} compared`);
+});

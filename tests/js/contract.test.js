@@ -1,0 +1,52 @@
+// The contract table (helpers/contract_table.js) in the calling thread, each
+// row as expected, and in a worker_threads worker, row by row the same; the
+// proxy's run in Chromium is tests/e2e/contract.test.mjs. Plus the failed
+// create that JS cannot see (out of memory): in the calling thread it throws.
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { before, describe, test } from 'node:test';
+import { Worker } from 'node:worker_threads';
+import { MHAError, loadMHA } from '../../web/src/index.js';
+import {
+  CONTRACT_FIXTURE, contractTable, runContract, unexpected,
+} from './helpers/contract_table.js';
+import { loadFixture } from './helpers/fixtures.js';
+
+const fixture = loadFixture(CONTRACT_FIXTURE);
+const rows = contractTable(fixture);
+
+const WORKER_SOURCE = `
+import { parentPort } from 'node:worker_threads';
+import { MHAError, loadMHA } from ${JSON.stringify(new URL('../../web/src/index.js', import.meta.url).href)};
+import { runContract } from ${JSON.stringify(new URL('./helpers/contract_table.js', import.meta.url).href)};
+import { loadFixture } from ${JSON.stringify(new URL('./helpers/fixtures.js', import.meta.url).href)};
+const lib = await loadMHA();
+parentPort.postMessage(await runContract(lib, loadFixture(${JSON.stringify(CONTRACT_FIXTURE)}), MHAError));
+`;
+
+describe('the contract in the calling thread', () => {
+  let outcomes;
+  before(async () => {
+    outcomes = await runContract(await loadMHA(), fixture, MHAError);
+  });
+
+  rows.forEach(({ what, expected }, i) => {
+    test(what, () => assert.equal(unexpected(outcomes[i], expected), '', JSON.stringify(outcomes[i])));
+  });
+
+  test('row by row the same in a worker_threads worker', async () => {
+    const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(WORKER_SOURCE)}`));
+    const [inWorker] = await once(worker, 'message');
+    await worker.terminate();
+    assert.equal(inWorker.length, outcomes.length);
+    inWorker.forEach((outcome, i) => assert.deepEqual(outcome, outcomes[i], rows[i].what));
+  });
+});
+
+test('a module the core cannot allocate: create throws at once', async () => {
+  const lib = await loadMHA();
+  // 3 * 20000^2 floats: more than a 32-bit vector holds, refused before any allocation.
+  assert.throws(() => lib.createMultiheadAttention({ embedDim: 20000, numHeads: 8 }),
+    (error) => error instanceof MHAError &&
+      /^createMultiheadAttention: config: not enough memory for the parameters$/.test(error.message));
+});

@@ -1,0 +1,256 @@
+// The contract table (DESIGN.md, "Loading in real apps"): for each method and
+// each kind of bad input, whether the call throws synchronously, returns,
+// rejects or resolves, and with what. Run in the calling thread in Node
+// (tests/js/contract.test.js), in a worker_threads worker, and through the
+// proxy in Chromium (tests/e2e/contract.test.mjs): the outcomes must be the
+// same row by row. No Node modules here.
+import { moduleConfig } from './fixture_data.js';
+
+export const CONTRACT_FIXTURE = 'e16_h2_l7_bool_kpm.safetensors';
+
+// A value as the modes can compare it: arrays' contents by type and length,
+// objects made by the library (modules, caches) as 'an object'.
+function summary(value) {
+  if (ArrayBuffer.isView(value)) return `${value.constructor.name}(${value.length})`;
+  if (Array.isArray(value)) return value.map(summary);
+  if (value === null || typeof value !== 'object') return value;
+  if (Object.getPrototypeOf(value) !== Object.prototype) return 'an object';
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, summary(v)]));
+}
+
+// What `call` does, told apart: a synchronous throw is not a rejection.
+export async function outcomeOf(call, MHAError) {
+  const failure = (kind, error) => ({
+    kind, mhaError: error instanceof MHAError, message: String(error?.message ?? error),
+  });
+  let returned;
+  try {
+    returned = call();
+  } catch (error) {
+    return failure('throws', error);
+  }
+  if (!(returned instanceof Promise)) return { kind: 'returns', value: summary(returned) };
+  return returned.then((value) => ({ kind: 'resolves', value: summary(value) }),
+    (error) => failure('rejects', error));
+}
+
+// fixture: CONTRACT_FIXTURE loaded. Rows: [what, (ctx) => the call's result,
+// expected: { throws | rejects: pattern of the MHAError's message } or
+// { returns | resolves: true }]. A row runs synchronously up to its call:
+// what it sets up is not awaited (as an app that does not await).
+export function contractTable(fixture) {
+  const tensor = (name) => {
+    const t = fixture.tensors[name];
+    return { data: t.data, shape: t.shape };
+  };
+  const [query, key, value] = ['query', 'key', 'value'].map((n) => tensor(`input.${n}`));
+  const config = moduleConfig(fixture.config);
+  const params = Object.fromEntries(Object.keys(fixture.tensors)
+    .filter((name) => name.startsWith('param.'))
+    .map((name) => [name.slice('param.'.length), fixture.tensors[name].data]));
+  const zeros = (shape) => ({ data: new Float32Array(shape.reduce((a, b) => a * b, 1)), shape });
+  const q4 = zeros([2, 4, 3, 8]);
+  const k4 = zeros([2, 4, 5, 8]);
+  const sdpaCache = { batchSize: 2, numKVHeads: 4, headDim: 8, maxLength: 8 };
+
+  // Objects a row makes, disposed after the table.
+  const made = (ctx, object) => {
+    ctx.made.push(object);
+    return object;
+  };
+  const create = (ctx, c = config) => made(ctx, ctx.lib.createMultiheadAttention(c));
+  const cacheOf = (ctx, mha = ctx.mha) => made(ctx, mha.createKVCache({ batchSize: 2, maxLength: 16 }));
+  const disposed = (object) => {
+    object.dispose();
+    return object;
+  };
+  const createWith = (extra) => (ctx) => create(ctx, { embedDim: 8, numHeads: 2, ...extra });
+  const forwardInto = (ctx, cache) => ctx.mha.forward(query, key, value, { cache, needWeights: false });
+
+  const THROWS = (pattern) => ({ throws: pattern });
+  const REJECTS = (pattern) => ({ rejects: pattern });
+  const RETURNS = { returns: true };
+  const RESOLVES = { resolves: true };
+
+  const rows = [
+    // createMultiheadAttention: every config the core refuses throws here.
+    ['create: embedDim a string', createWith({ embedDim: '8' }),
+      THROWS(/^embedDim: expected a positive integer, received the string '8'$/)],
+    ['create: unknown option', createWith({ num_heads: 2 }),
+      THROWS(/createMultiheadAttention: unknown option 'num_heads'/)],
+    ['create fails: heads not dividing embedDim', createWith({ embedDim: 10, numHeads: 3 }),
+      THROWS(/^createMultiheadAttention: num_heads: embed_dim \(10\) must be divisible by num_heads \(3\)$/)],
+    ['create fails: numKVHeads not dividing numHeads', createWith({ numHeads: 4, numKVHeads: 3 }),
+      THROWS(/^createMultiheadAttention: num_kv_heads: expected a divisor of num_heads \(4\)/)],
+    ['create fails: rotary.dim odd', createWith({ rotary: { dim: 3 } }),
+      THROWS(/^createMultiheadAttention: rotary\.dim: expected an even number of features <= qk_head_dim \(4\), got 3$/)],
+    ['create fails: rotary.dim above qkHeadDim', createWith({ rotary: { dim: 6 } }),
+      THROWS(/rotary\.dim: .*qk_head_dim \(4\), got 6$/)],
+    ['create fails: rotary.base Infinity', createWith({ rotary: { base: Infinity } }),
+      THROWS(/^createMultiheadAttention: rotary\.base: expected a positive finite number, received number Infinity$/)],
+    ['create fails: rotary.base 0', createWith({ rotary: { base: 0 } }), THROWS(/rotary\.base: expected a positive finite number/)],
+    ['create: rotary.base 1e301 (finite)', createWith({ rotary: { base: 1e301 } }), RETURNS],
+    ['create fails: dropout 1', createWith({ dropout: 1 }),
+      THROWS(/^createMultiheadAttention: dropout: expected a probability in \[0, 1\), received number 1$/)],
+    ['create fails: dropout 1 - 1e-12 (1 as a float)', createWith({ dropout: 1 - 1e-12 }), THROWS(/dropout: expected a probability in \[0, 1\)/)],
+    ['create fails: a dim above 2^24', createWith({ kdim: 2 ** 24 + 1 }),
+      THROWS(/^createMultiheadAttention: config: dims above 2\^24 are not supported$/)],
+    ['parameters right after create', (ctx) => create(ctx).parameters, RETURNS],
+    ['parameters with numKVHeads and qkHeadDim', (ctx) =>
+      create(ctx, { embedDim: 8, numHeads: 4, numKVHeads: 2, qkHeadDim: 3, addBiasKV: true }).parameters, RETURNS],
+    ['parameters of a disposed module', (ctx) => disposed(create(ctx)).parameters,
+      THROWS(/^mha\.parameters: expected a live module, received one that was disposed$/)],
+
+    // loadStateDict / loadSafetensors, before any call on the module.
+    ['load before any call', (ctx) => create(ctx).loadStateDict(params), RESOLVES],
+    ['load before any call: a bare array of the wrong length', (ctx) =>
+      create(ctx).loadStateDict({ ...params, 'out_proj.bias': new Float32Array(15) }),
+    THROWS(/^out_proj\.bias: expected 16 elements for shape \(16\), received 15$/)],
+    ['loadStateDict: not an object', (ctx) => create(ctx).loadStateDict('weights'),
+      THROWS(/loadStateDict: expected an object \{name: tensor\}, received the string 'weights'/)],
+    ['loadStateDict: a parameter missing', (ctx) => {
+      const { 'out_proj.bias': _, ...rest } = params;
+      return create(ctx).loadStateDict(rest);
+    }, REJECTS(/loadStateDict: .*missing parameters: out_proj\.bias/)],
+    ['loadStateDict: an unexpected bare array', (ctx) =>
+      create(ctx).loadStateDict({ ...params, bias_k: new Float32Array(16) }),
+    REJECTS(/unexpected parameter 'bias_k' for this configuration/)],
+    ['loadSafetensors: a string', (ctx) => create(ctx).loadSafetensors('model.safetensors'),
+      THROWS(/loadSafetensors: bytes: expected a Uint8Array or an ArrayBuffer/)],
+    ['loadSafetensors: an unknown layout', (ctx) => create(ctx).loadSafetensors(fixture.bytes, { layout: 'keras' }),
+      THROWS(/loadSafetensors: layout: expected one of/)],
+    ['loadSafetensors: bytes that are not a safetensors file', (ctx) => create(ctx).loadSafetensors(new Uint8Array(20)),
+      REJECTS(/^loadSafetensors: /)],
+    ['loadSafetensors', (ctx) => create(ctx).loadSafetensors(fixture.bytes, { prefix: 'param.' }), RESOLVES],
+    ['loadStateDict on a disposed module', (ctx) => disposed(create(ctx)).loadStateDict(params),
+      THROWS(/^loadStateDict: expected a live module, received one that was disposed$/)],
+
+    // forward: JS-visible errors throw, the core's reject.
+    ['forward', ({ mha }) => mha.forward(query, key, value), RESOLVES],
+    ['forward: query a bare Float32Array', ({ mha }) => mha.forward(query.data, key, value),
+      THROWS(/^query: expected a tensor \{data, shape\}, received a Float32Array of length 224$/)],
+    ['forward: query data of the wrong length', ({ mha }) => mha.forward({ data: new Float32Array(3), shape: query.shape }, key, value),
+      THROWS(/^query: expected 224 elements for shape \(7, 2, 16\), received 3$/)],
+    ['forward: a misspelt option', ({ mha }) => mha.forward(query, key, value, { needweights: false }),
+      THROWS(/forward options: unknown option 'needweights'/)],
+    ['forward: isCausal a number', ({ mha }) => mha.forward(query, key, value, { isCausal: 1 }),
+      THROWS(/^isCausal: expected true or false, received number 1$/)],
+    ['forward: cache not a KVCache', ({ mha }) => mha.forward(query, key, value, { cache: {} }),
+      THROWS(/^cache: expected a KVCache from createKVCache of this library, received an object with keys \{\}$/)],
+    ['forward: a disposed cache', (ctx) => forwardInto(ctx, disposed(cacheOf(ctx))),
+      THROWS(/^cache: expected a live KVCache, received one that was disposed$/)],
+    ['forward: key null, value a tensor, with a cache', (ctx) =>
+      ctx.mha.forward(query, null, value, { cache: cacheOf(ctx) }), THROWS(/^key, value: expected two tensors or both null/)],
+    ['forward: value length differs from key length', ({ mha }) => mha.forward(query, key, zeros([6, 2, 16])),
+      REJECTS(/value: expected shape \(7, 2, 16\).*got \(6, 2, 16\)/)],
+    ['forward before the parameters are loaded', (ctx) => create(ctx).forward(query, key, value),
+      REJECTS(/^forward: parameters not loaded: in_proj_weight/)],
+    ['forward on a disposed module', (ctx) => disposed(create(ctx)).forward(query, key, value),
+      THROWS(/^forward: expected a live module, received one that was disposed$/)],
+    ['forward: an option getter that disposes the module', (ctx) => {
+      const mha = create(ctx);
+      return mha.forward(query, key, value, { get needWeights() { mha.dispose(); return true; } });
+    }, THROWS(/^forward: expected a live module, received one that was disposed$/)],
+    ['forward: more keys than the cache holds', (ctx) =>
+      ctx.mha.forward(query, key, value, { cache: made(ctx, ctx.mha.createKVCache({ batchSize: 2, maxLength: 4 })) }),
+    REJECTS(/cache: appending 7 keys to a cache holding 0 would exceed its max_length 4/)],
+
+    // Caches: made at once, their getters known at once.
+    ['mha.createKVCache: getters right after', (ctx) => {
+      const cache = made(ctx, ctx.mha.createKVCache({ batchSize: 2, maxLength: 5, dtype: 'float16' }));
+      return [cache.length, cache.maxLength, cache.batchSize, cache.dtype];
+    }, RETURNS],
+    ['mha.createKVCache: dtype bfloat16', ({ mha }) => mha.createKVCache({ batchSize: 1, maxLength: 4, dtype: 'bfloat16' }),
+      THROWS(/^dtype: expected 'float32' or 'float16', received the string 'bfloat16'$/)],
+    ['mha.createKVCache: maxLength 0', ({ mha }) => mha.createKVCache({ batchSize: 1, maxLength: 0 }),
+      THROWS(/^maxLength: expected a positive integer, received number 0$/)],
+    ['mha.createKVCache on a module with addBiasKV', (ctx) =>
+      create(ctx, { embedDim: 8, numHeads: 2, addBiasKV: true }).createKVCache({ batchSize: 1, maxLength: 4 }),
+    THROWS(/^createKVCache: cache: a module with add_bias_kv or add_zero_attn cannot decode with a cache$/)],
+    ['mha.createKVCache beyond the address space', ({ mha }) => mha.createKVCache({ batchSize: 2 ** 20, maxLength: 2 ** 20 }),
+      THROWS(/^createKVCache: cache: out of memory for batch_size 1048576 and max_length 1048576: its storage would exceed the address space$/)],
+    ['mha.createKVCache on a disposed module', (ctx) => disposed(create(ctx)).createKVCache({ batchSize: 1, maxLength: 4 }),
+      THROWS(/^createKVCache: expected a live module, received one that was disposed$/)],
+    ['lib.createKVCache: getters right after', (ctx) => {
+      const cache = made(ctx, ctx.lib.createKVCache({ ...sdpaCache, dtype: 'float16' }));
+      return [cache.length, cache.maxLength, cache.batchSize, cache.dtype];
+    }, RETURNS],
+    ['lib.createKVCache: numKVHeads missing', ({ lib }) => lib.createKVCache({ batchSize: 1, maxLength: 4, headDim: 4 }),
+      THROWS(/^numKVHeads: expected a positive integer, received undefined$/)],
+    ['lib.createKVCache beyond the address space', ({ lib }) =>
+      lib.createKVCache({ ...sdpaCache, maxLength: 2 ** 41 }), THROWS(/^createKVCache: cache: out of memory for batch_size 2 and max_length 2199023255552/)],
+    ['cache getters of a disposed cache', (ctx) => disposed(cacheOf(ctx)).maxLength,
+      THROWS(/^cache\.maxLength: expected a live KVCache, received one that was disposed$/)],
+
+    // truncate: n's type throws; n beyond what the cache holds rejects (the core's check).
+    ['truncate after an unawaited forward', (ctx) => {
+      const cache = cacheOf(ctx);
+      forwardInto(ctx, cache);
+      return cache.truncate(3);
+    }, RESOLVES],
+    ['truncate beyond the keys of an unawaited forward', (ctx) => {
+      const cache = cacheOf(ctx);
+      forwardInto(ctx, cache);
+      return cache.truncate(8);
+    }, REJECTS(/^truncate: expected a length in \[0, 7\] \(the keys the cache holds\), got 8$/)],
+    ['truncate beyond an empty cache', (ctx) => cacheOf(ctx).truncate(1), REJECTS(/^truncate: expected a length in \[0, 0\]/)],
+    ['truncate(-1)', (ctx) => cacheOf(ctx).truncate(-1), THROWS(/^truncate: expected a length \(an integer >= 0\), received number -1$/)],
+    ['truncate(1.5)', (ctx) => cacheOf(ctx).truncate(1.5), THROWS(/^truncate: expected a length .*received number 1\.5$/)],
+    ["truncate('1')", (ctx) => cacheOf(ctx).truncate('1'), THROWS(/^truncate: expected a length .*received the string '1'$/)],
+    ['reset', (ctx) => cacheOf(ctx).reset(), RESOLVES],
+    ['truncate on a disposed cache', (ctx) => disposed(cacheOf(ctx)).truncate(0),
+      THROWS(/^truncate: expected a live KVCache, received one that was disposed$/)],
+
+    // scaledDotProductAttention.
+    ['sdpa', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4), RESOLVES],
+    ['sdpa: query a number', ({ lib }) => lib.scaledDotProductAttention(3, k4, k4),
+      THROWS(/^query: expected a tensor \{data, shape\}, received number 3$/)],
+    ['sdpa: scale -1', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { scale: -1 }),
+      THROWS(/^scale: expected a positive number .*received number -1$/)],
+    ['sdpa: cache not a KVCache', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { cache: {} }),
+      THROWS(/^cache: expected a KVCache from createKVCache of this library/)],
+    ['sdpa: a disposed cache', (ctx) => ctx.lib.scaledDotProductAttention(q4, k4, k4,
+      { cache: disposed(made(ctx, ctx.lib.createKVCache(sdpaCache))) }),
+    THROWS(/^cache: expected a live KVCache, received one that was disposed$/)],
+    ['sdpa: value length differs from key length', ({ lib }) =>
+      lib.scaledDotProductAttention(q4, k4, zeros([2, 4, 6, 8])), REJECTS(/value: expected shape \(2, 4, 5, 8\).*got \(2, 4, 6, 8\)/)],
+    ['sdpa with a cache, then truncate beyond it', (ctx) => {
+      const cache = made(ctx, ctx.lib.createKVCache(sdpaCache));
+      ctx.lib.scaledDotProductAttention(q4, k4, k4, { cache });
+      return cache.truncate(6);
+    }, REJECTS(/^truncate: expected a length in \[0, 5\]/)],
+
+    // The library's other calls.
+    ['listAttentionModules', ({ lib }) => lib.listAttentionModules(fixture.bytes), RESOLVES],
+    ['listAttentionModules: a string', ({ lib }) => lib.listAttentionModules('model.safetensors'),
+      THROWS(/^listAttentionModules: bytes: expected a Uint8Array or an ArrayBuffer/)],
+    ['listAttentionModules: no shards', ({ lib }) => lib.listAttentionModules([]),
+      THROWS(/^listAttentionModules: bytes: .*received an empty array$/)],
+    ['listAttentionModules: bytes that are not a safetensors file', ({ lib }) =>
+      lib.listAttentionModules(new Uint8Array(20)), REJECTS(/^listAttentionModules: /)],
+    ['heapInfo', ({ lib }) => lib.heapInfo().then((info) => Object.keys(info)), RESOLVES],
+  ];
+  return rows.map(([what, call, expected]) => ({ what, call, expected }));
+}
+
+// Every row's outcome on `lib`, in order: [{what, kind, ...}].
+export async function runContract(lib, fixture, MHAError) {
+  const mha = lib.createMultiheadAttention(moduleConfig(fixture.config));
+  await mha.loadSafetensors(fixture.bytes, { prefix: 'param.' });
+  const ctx = { lib, mha, made: [] };
+  const outcomes = [];
+  for (const { what, call } of contractTable(fixture)) {
+    outcomes.push({ what, ...await outcomeOf(() => call(ctx), MHAError) });
+  }
+  for (const object of [mha, ...ctx.made]) object.dispose();
+  return outcomes;
+}
+
+// Whether an outcome is what its row expects: '' or what differs.
+export function unexpected({ kind, mhaError, message }, expected) {
+  const [want, pattern] = Object.entries(expected)[0];
+  if (kind !== want) return `expected it to ${want}, it ${kind === 'throws' ? 'threw' : kind}: ${message ?? ''}`;
+  if (pattern === true) return '';
+  if (!mhaError) return `expected an MHAError, got: ${message}`;
+  return pattern.test(message) ? '' : `expected a message matching ${pattern}, got: ${message}`;
+}

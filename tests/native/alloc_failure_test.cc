@@ -1,0 +1,152 @@
+// Every allocation a decoding call makes, failed one at a time: the call
+// returns OutOfMemory and leaves module and cache as they were (DESIGN.md,
+// "Decoding": on any error the cache is left as it was), and the next call
+// gives exactly what a twin that never failed gives.
+//
+// This binary replaces the global operator new (plain and aligned; the
+// core's AlignedBuffer uses the aligned one), so the k-th allocation after
+// FailAllocation(k) throws std::bad_alloc.
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "src/kv_cache.h"
+#include "src/multihead_attention.h"
+#include "tests/native/reference.h"
+
+namespace {
+
+// Allocations left before the one that fails; negative: none fails.
+std::atomic<long> g_allocations_left{-1};
+
+bool ShouldFail() {
+  long left = g_allocations_left.load();
+  while (left >= 0 && !g_allocations_left.compare_exchange_weak(left, left - 1)) {
+  }
+  return left == 0;
+}
+
+void* Allocate(size_t size, size_t alignment) {
+  if (ShouldFail()) throw std::bad_alloc();
+  void* p = nullptr;
+  if (posix_memalign(&p, alignment < sizeof(void*) ? sizeof(void*) : alignment,
+                     size == 0 ? 1 : size) != 0) {
+    throw std::bad_alloc();
+  }
+  return p;
+}
+
+}  // namespace
+
+void* operator new(size_t size) { return Allocate(size, alignof(std::max_align_t)); }
+void* operator new(size_t size, std::align_val_t alignment) {
+  return Allocate(size, static_cast<size_t>(alignment));
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p); }
+
+namespace mha_test {
+namespace {
+
+using mha::KVCacheDtype;
+using mha::TensorView;
+
+constexpr int64_t kE = 16, kH = 4, kMax = 64;
+
+struct Twin {
+  std::unique_ptr<mha::MultiheadAttention> module;
+  std::unique_ptr<mha::KVCache> cache;
+};
+
+Twin MakeTwin(KVCacheDtype dtype) {
+  mha::MultiheadAttentionConfig c;
+  c.embed_dim = kE;
+  c.num_heads = kH;
+  c.num_kv_heads = 2;
+  c.rotary.enabled = true;
+  Twin t;
+  EXPECT_TRUE(mha::MultiheadAttention::Create(c, &t.module).ok());
+  uint32_t seed = 1;
+  for (const mha::ParameterSpec& spec : t.module->Parameters()) {
+    const std::vector<float> data =
+        RandomVector(static_cast<size_t>(mha::NumElements(spec.shape)), seed++);
+    EXPECT_TRUE(t.module->LoadParameter(spec.name, data.data(), spec.shape).ok());
+  }
+  EXPECT_TRUE(t.module->CreateKVCache(1, kMax, dtype, &t.cache).ok());
+  return t;
+}
+
+struct Call {
+  const char* name;
+  int64_t rows;  // query (and new key) rows
+  bool need_weights, average;
+};
+
+// Makes no allocation of its own before Forward.
+mha::Status RunCall(Twin& t, const Call& call, const TensorView& x, mha::ForwardResult* result) {
+  mha::ForwardOptions o;
+  o.cache = t.cache.get();
+  o.is_causal = true;
+  o.need_weights = call.need_weights;
+  o.average_attn_weights = call.average;
+  return t.module->Forward(x, x, x, o, result, nullptr);
+}
+
+class AllocFailureTest : public ::testing::TestWithParam<KVCacheDtype> {};
+
+TEST_P(AllocFailureTest, EveryFailedAllocationLeavesModuleAndCacheAsTheyWere) {
+  Twin failing = MakeTwin(GetParam()), control = MakeTwin(GetParam());
+  // Each kind of call: the decode kernel, averaged and per-head weights
+  // (weights are what the result allocated after the cache grew), flash.
+  const Call calls[] = {{"prompt", 5, false, true},
+                        {"decode step", 1, false, true},
+                        {"step with averaged weights", 1, true, true},
+                        {"step with per-head weights", 2, true, false},
+                        {"chunk of 20 (flash)", 20, false, true}};
+  uint32_t seed = 20;
+  for (const Call& call : calls) {
+    SCOPED_TRACE(call.name);
+    const std::vector<float> tokens = RandomVector(call.rows * kE, seed++);
+    const TensorView x{tokens.data(), {call.rows, 1, kE}};
+    mha::ForwardResult expected, actual;  // `actual`: of the call that succeeded
+    ASSERT_TRUE(RunCall(control, call, x, &expected).ok());
+    int failures = 0;
+    for (long k = 0;; ++k) {
+      const int64_t length = failing.cache->length();
+      actual = mha::ForwardResult();  // no capacity left from an earlier try
+      g_allocations_left = k;
+      const mha::Status status = RunCall(failing, call, x, &actual);
+      const bool failed = g_allocations_left.exchange(-1) < 0;
+      if (status.ok()) {
+        ASSERT_FALSE(failed) << "allocation " << k << " failed and the call succeeded";
+        break;
+      }
+      ++failures;
+      ASSERT_TRUE(failed) << status.message();
+      ASSERT_EQ(status.code(), mha::StatusCode::kOutOfMemory) << status.message();
+      ASSERT_EQ(failing.cache->length(), length) << "allocation " << k << ": " << status.message();
+      ASSERT_LT(k, 1000);
+    }
+    EXPECT_GT(failures, 0);
+    EXPECT_EQ(failing.cache->length(), control.cache->length());
+    EXPECT_EQ(actual.output.shape, expected.output.shape);
+    EXPECT_EQ(actual.output.data, expected.output.data);
+    EXPECT_EQ(actual.weights.shape, expected.weights.shape);
+    EXPECT_EQ(actual.weights.data, expected.weights.data);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, AllocFailureTest,
+                         ::testing::Values(KVCacheDtype::kFloat32, KVCacheDtype::kFloat16),
+                         [](const testing::TestParamInfo<KVCacheDtype>& info) {
+                           return std::string(mha::KVCacheDtypeName(info.param));
+                         });
+
+}  // namespace
+}  // namespace mha_test

@@ -1,0 +1,22 @@
+// The GEMM kernels against the scalar reference with one register tile
+// forced, on the target that runs: shared by the native suite
+// (kernels_test.cc, every Highway target) and the WebAssembly check
+// (tests/wasm/kernel_check.cc), since the binding has no hook to force a tile.
+#ifndef MHA_TESTS_NATIVE_GEMM_CHECK_H_
+#define MHA_TESTS_NATIVE_GEMM_CHECK_H_
+
+#include <cstddef>
+#include <string>
+
+namespace mha_test {
+
+// Runs GemmTile with the tile of `tile_rows` rows on shapes that cover whole
+// tiles, row and column tails and the GEMV rows (1 and 2), split at a panel
+// boundary as threads split it. Returns "" when every element is within
+// 1e-4 + 1e-4 * |expected| and the column past n is untouched, else the
+// first mismatch.
+std::string CheckGemmTile(size_t tile_rows);
+
+}  // namespace mha_test
+
+#endif  // MHA_TESTS_NATIVE_GEMM_CHECK_H_

@@ -1,0 +1,144 @@
+// A MultiheadAttention's configuration, checked in JS as the core checks it
+// (MultiheadAttention::Create and CreateKVCache in src/multihead_attention.cc,
+// with the same messages), so that a create that fails throws in the caller's
+// thread in both modes, proxy included; and what follows from it alone: the
+// state_dict entries the module has. tests/js/config.test.js holds the two
+// sides to each other over many configurations.
+import { MHAError } from './errors.js';
+import { checkCacheOptions, checkCacheSize } from './kv_cache.js';
+import {
+  checkBoolean, checkOptionalDim, checkOptionsObject, checkPositiveInteger, describe,
+} from './validate.js';
+
+const CONFIG_KEYS = ['embedDim', 'numHeads', 'bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim',
+  'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout', 'numKVHeads', 'rotary'];
+const MAX_DIM = 2 ** 24;
+
+function checkNumber(value, name) {
+  if (typeof value !== 'number') {
+    throw new MHAError(`${name}: expected a number, received ${describe(value)}`);
+  }
+  return value;
+}
+
+// rotary: undefined, or {dim, base, interleaved}.
+function rotaryOptions(rotary) {
+  if (rotary === undefined) return undefined;
+  const o = checkOptionsObject(rotary, 'rotary', ['dim', 'base', 'interleaved']);
+  return {
+    dim: checkOptionalDim(o.dim, 'rotary.dim'),
+    base: checkNumber(o.base ?? 10000, 'rotary.base'),
+    interleaved: checkBoolean(o.interleaved, 'rotary.interleaved', false),
+  };
+}
+
+// The config in the core's names and types (0: the default), every value of
+// the type the binding reads; the core's rules are checkConfigRules'.
+export function coreConfig(config) {
+  const name = 'createMultiheadAttention';
+  if (config === undefined) {
+    throw new MHAError(`${name}: expected an options object with embedDim and numHeads, ` +
+                       'received undefined');
+  }
+  checkOptionsObject(config, name, CONFIG_KEYS);
+  return {
+    embed_dim: checkPositiveInteger(config.embedDim, 'embedDim'),
+    num_heads: checkPositiveInteger(config.numHeads, 'numHeads'),
+    bias: checkBoolean(config.bias, 'bias', true),
+    add_bias_kv: checkBoolean(config.addBiasKV, 'addBiasKV', false),
+    add_zero_attn: checkBoolean(config.addZeroAttn, 'addZeroAttn', false),
+    kdim: checkOptionalDim(config.kdim, 'kdim'),
+    vdim: checkOptionalDim(config.vdim, 'vdim'),
+    batch_first: checkBoolean(config.batchFirst, 'batchFirst', false),
+    qk_head_dim: checkOptionalDim(config.qkHeadDim, 'qkHeadDim'),
+    v_head_dim: checkOptionalDim(config.vHeadDim, 'vHeadDim'),
+    dropout: checkNumber(config.dropout ?? 0, 'dropout'),
+    num_kv_heads: checkOptionalDim(config.numKVHeads, 'numKVHeads'),
+    rotary: rotaryOptions(config.rotary),
+  };
+}
+
+// The dims a core config resolves to (its defaults filled in).
+export function resolvedDims(c) {
+  const headDim = Math.floor(c.embed_dim / c.num_heads);
+  return {
+    kdim: c.kdim || c.embed_dim,
+    vdim: c.vdim || c.embed_dim,
+    qkHeadDim: c.qk_head_dim || headDim,
+    vHeadDim: c.v_head_dim || headDim,
+    numKVHeads: c.num_kv_heads || c.num_heads,
+  };
+}
+
+// MultiheadAttention::Create's rules, in its order and with its messages
+// (prefixed as the in-thread call prefixes the core's).
+export function checkConfigRules(c) {
+  const fail = (message) => { throw new MHAError(`createMultiheadAttention: ${message}`); };
+  if ((c.qk_head_dim === 0 || c.v_head_dim === 0) && c.embed_dim % c.num_heads !== 0) {
+    fail(`num_heads: embed_dim (${c.embed_dim}) must be divisible by num_heads (${c.num_heads})`);
+  }
+  // The core holds dropout as a float.
+  const dropout = Math.fround(c.dropout);
+  if (!(dropout >= 0 && dropout < 1)) {
+    fail(`dropout: expected a probability in [0, 1), received ${describe(c.dropout)}`);
+  }
+  if ([c.embed_dim, c.num_heads, c.kdim, c.vdim, c.qk_head_dim, c.v_head_dim]
+    .some((dim) => dim > MAX_DIM)) {
+    fail('config: dims above 2^24 are not supported');
+  }
+  if (c.num_kv_heads > c.num_heads || (c.num_kv_heads > 0 && c.num_heads % c.num_kv_heads !== 0)) {
+    fail(`num_kv_heads: expected a divisor of num_heads (${c.num_heads}) or 0 for num_heads, ` +
+         `got ${c.num_kv_heads}`);
+  }
+  if (c.rotary === undefined) return;
+  const { qkHeadDim } = resolvedDims(c);
+  const dim = c.rotary.dim || qkHeadDim;
+  if (dim % 2 !== 0 || dim > qkHeadDim) {
+    fail(`rotary.dim: expected an even number of features <= qk_head_dim (${qkHeadDim}), ` +
+         `got ${dim}`);
+  }
+  if (!(Number.isFinite(c.rotary.base) && c.rotary.base > 0)) {
+    fail(`rotary.base: expected a positive finite number, received ${describe(c.rotary.base)}`);
+  }
+}
+
+// createMultiheadAttention's config as the core's, or throws what the core would.
+export function checkConfig(config) {
+  const c = coreConfig(config);
+  checkConfigRules(c);
+  return c;
+}
+
+// [{name, shape}]: the state_dict entries of a module of core config `c`, in
+// state_dict order (MultiheadAttention::Parameters).
+export function parametersOf(c) {
+  const E = c.embed_dim;
+  const d = resolvedDims(c);
+  const qk = c.num_heads * d.qkHeadDim;
+  const vv = c.num_heads * d.vHeadDim;
+  const kk = d.numKVHeads * d.qkHeadDim;
+  const kv = d.numKVHeads * d.vHeadDim;
+  const packed = d.kdim === E && d.vdim === E && qk === E && vv === E &&
+    d.numKVHeads === c.num_heads;
+  const specs = packed ? [['in_proj_weight', [3 * E, E]]] : [
+    ['q_proj_weight', [qk, E]], ['k_proj_weight', [kk, d.kdim]], ['v_proj_weight', [kv, d.vdim]],
+  ];
+  if (c.bias) specs.push(['in_proj_bias', [qk + kk + kv]]);
+  if (c.add_bias_kv) specs.push(['bias_k', [1, 1, kk]], ['bias_v', [1, 1, kv]]);
+  specs.push(['out_proj.weight', [E, vv]]);
+  if (c.bias) specs.push(['out_proj.bias', [E]]);
+  return specs.map(([name, shape]) => ({ name, shape }));
+}
+
+// mha.createKVCache's options ({batchSize, maxLength, dtype}) for a module of
+// core config `c`, checked as MultiheadAttention::CreateKVCache would.
+export function checkModuleCacheOptions(c, options) {
+  const checked = checkCacheOptions(options, 'createKVCache');
+  if (c.add_bias_kv || c.add_zero_attn) {
+    throw new MHAError('createKVCache: cache: a module with add_bias_kv or add_zero_attn cannot ' +
+                       'decode with a cache');
+  }
+  const d = resolvedDims(c);
+  checkCacheSize(checked, d.numKVHeads, d.qkHeadDim, d.vHeadDim);
+  return checked;
+}
