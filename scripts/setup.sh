@@ -2,7 +2,10 @@
 # Installs what the build and tests need and is missing (Debian 12). Idempotent.
 set -euo pipefail
 
-PACKAGES=(cmake g++ make libhwy-dev libgtest-dev libbenchmark-dev emscripten chromium clang-14 libclang-rt-14-dev)
+# The browser tests' engines: chromium, firefox-esr, and WebKitGTK (webkit2gtk-driver brings
+# libwebkit2gtk-4.1-0, whose MiniBrowser the tests launch under xvfb-run, which needs xauth).
+PACKAGES=(cmake g++ make libhwy-dev libgtest-dev libbenchmark-dev emscripten chromium clang-14 libclang-rt-14-dev
+          firefox-esr webkit2gtk-driver xvfb xauth)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -18,5 +21,6 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  # Waits for another apt-get (a parallel setup) instead of failing on its lock.
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -qq "${missing[@]}" >/dev/null
 fi

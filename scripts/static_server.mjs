@@ -3,7 +3,7 @@
 // (scripts/serve.mjs) and by the browser tests that serve built apps.
 import { createServer } from 'node:http';
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { extname, join, normalize, sep } from 'node:path';
 
 const MIME_TYPES = {
@@ -32,9 +32,19 @@ const CDN_HEADERS = {
   'Cross-Origin-Resource-Policy': 'cross-origin',
 };
 
+// `extra` after the page's doctype (before it, the page would render in quirks mode).
+export function injectInto(html, extra) {
+  const doctype = html.match(/^\s*<!doctype[^>]*>/i);
+  const at = doctype ? doctype[0].length : 0;
+  return html.slice(0, at) + extra + html.slice(at);
+}
+
 // root: the folder served; servedDirs: when given, only these top-level folders are reachable;
-// startPage: where / redirects to (default: /index.html is served); cdn: send CDN_HEADERS.
-export function createStaticServer(root, { isolated = true, servedDirs = null, startPage = null, cdn = false } = {}) {
+// startPage: where / redirects to (default: /index.html is served); cdn: send CDN_HEADERS;
+// inject: HTML put at the start of every .html page, after its doctype (the browser tests' agent).
+export function createStaticServer(root, {
+  isolated = true, servedDirs = null, startPage = null, cdn = false, inject = null,
+} = {}) {
   function headersFor(path) {
     return {
       'Content-Type': MIME_TYPES[extname(path)] ?? 'application/octet-stream',
@@ -73,6 +83,12 @@ export function createStaticServer(root, { isolated = true, servedDirs = null, s
     if (!info?.isFile()) {
       response.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' });
       response.end(`not found: ${url.pathname}\n`);
+      return;
+    }
+    if (inject && extname(path) === '.html') {
+      const html = injectInto(await readFile(path, 'utf8'), inject);
+      response.writeHead(200, { ...headersFor(path), 'Content-Length': Buffer.byteLength(html) });
+      response.end(request.method === 'HEAD' ? undefined : html);
       return;
     }
     response.writeHead(200, { ...headersFor(path), 'Content-Length': info.size });

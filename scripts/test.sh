@@ -25,6 +25,9 @@ if node "${RELAXED[@]}" -e 'process.exit(0)' 2>/dev/null &&
   node "${RELAXED[@]}" --test tests/js/fixtures.test.js tests/js/info.test.js tests/js/relaxed_simd.test.js
 fi
 
-# Browser end-to-end tests of the demo page (Debian's Chromium driven by playwright-core), on the
-# packages and WASM build installed above.
+# Browser end-to-end tests (package, proxy, demo, decoding, bundled apps) in Chromium, Firefox
+# and WebKit (as shipped, and with SharedArrayBuffer on as in Safari), each only launched on a page
+# whose test agent takes its orders over fetch (tests/e2e/driver/); then the README's browser
+# table must be what they found.
 node --test tests/e2e/
+node scripts/browser_table.mjs --check

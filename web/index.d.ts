@@ -41,6 +41,11 @@ export interface LibraryInfo {
   /** Threads the pool runs, counting the calling thread. */
   threads: number;
   simd: boolean;
+  /**
+   * Whether the engine has relaxed SIMD (WebAssembly.validate probe); the threaded build then uses
+   * it ('relaxed-simd-threaded'). The single-thread build does not.
+   */
+  relaxedSimd: boolean;
   /** Highway's target name: 'WASM'. */
   target: string;
   /** The GEMM register tile chosen for this host at load: '4x2v' (x86), '8x2v' (ARM). */

@@ -1,6 +1,7 @@
 // Builds tests/e2e/app (installed with the package's tarball in `dir`) with each bundler, the way
 // the README tells users to, and serves the result on 127.0.0.1, cross-origin isolated or not.
-// Each entry: { build(dir) -> out folder | undefined, serve(dir, out, isolated) -> { url, close } }.
+// Each entry: { build(dir) -> out folder | undefined, serve(dir, out, isolated, inject) -> { url, close } },
+// `inject` HTML put at the start of the app's pages (the browser tests' agent).
 // The bundlers are the repository's pinned devDependencies.
 import { cpSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,7 +10,7 @@ import * as esbuild from 'esbuild';
 import { rollup } from 'rollup';
 import * as vite from 'vite';
 import webpack from 'webpack';
-import { ISOLATION_HEADERS, createStaticServer } from '../../scripts/static_server.mjs';
+import { ISOLATION_HEADERS, createStaticServer, injectInto } from '../../scripts/static_server.mjs';
 
 async function serveFolder(out, isolated, options = {}) {
   const server = createStaticServer(out, { isolated, ...options });
@@ -45,13 +46,14 @@ export const BUNDLERS = {
       await vite.build({ ...viteQuiet(app), build: { outDir: out, emptyOutDir: true } });
       return out;
     },
-    serve: (app, out, isolated) => serveFolder(out, isolated),
+    serve: (app, out, isolated, inject) => serveFolder(out, isolated, { inject }),
   },
   'Vite dev server': {
     build: async () => undefined,
-    async serve(app, out, isolated) {
+    async serve(app, out, isolated, inject) {
       const server = await vite.createServer({
         ...viteQuiet(app),
+        plugins: [{ name: 'inject', transformIndexHtml: (html) => injectInto(html, inject ?? '') }],
         server: { host: '127.0.0.1', port: 0, headers: isolated ? ISOLATION_HEADERS : {} },
       });
       await server.listen();
@@ -70,7 +72,7 @@ export const BUNDLERS = {
       writeFileSync(join(out, 'index.html'), '<!doctype html><meta charset="utf-8"><script src="main.js"></script>\n');
       return out;
     },
-    serve: (app, out, isolated) => serveFolder(out, isolated),
+    serve: (app, out, isolated, inject) => serveFolder(out, isolated, { inject }),
   },
   'Rollup 4': {
     async build(app) {
@@ -81,7 +83,7 @@ export const BUNDLERS = {
       pageWithWasmPaths(app, out);
       return out;
     },
-    serve: (app, out, isolated) => serveFolder(out, isolated),
+    serve: (app, out, isolated, inject) => serveFolder(out, isolated, { inject }),
   },
   esbuild: {
     async build(app) {
@@ -90,7 +92,7 @@ export const BUNDLERS = {
       pageWithWasmPaths(app, out);
       return out;
     },
-    serve: (app, out, isolated) => serveFolder(out, isolated),
+    serve: (app, out, isolated, inject) => serveFolder(out, isolated, { inject }),
   },
   // The files on another origin, as from a CDN: the page's wasmPaths names it.
   'esbuild, dist/ from a CDN': {
@@ -99,10 +101,10 @@ export const BUNDLERS = {
       await buildWithEsbuild(app, out);
       return out;
     },
-    async serve(app, out, isolated) {
+    async serve(app, out, isolated, inject) {
       const cdn = await serveFolder(join(out, 'mha-wasm'), false, { cdn: true });
       pageWithWasmPaths(app, out, cdn.url);
-      const page = await serveFolder(out, isolated);
+      const page = await serveFolder(out, isolated, { inject });
       return { url: page.url, close: () => { page.close(); cdn.close(); } };
     },
   },

@@ -1,8 +1,8 @@
 // The package as web developers get it: the `npm pack` tarball installed into a small app
 // (tests/e2e/app), built by Vite 8 (build and dev server), webpack 5, Rollup 4 and esbuild, each
-// served to Chromium cross-origin isolated and not. Each page must load the build its isolation
-// allows (with the proxy, threads when isolated), reproduce a PyTorch fixture, and keep its main
-// thread running during a forward of a few hundred milliseconds.
+// served to each browser cross-origin isolated and not. Each page must load the build the browser
+// and its isolation allow (with the proxy, threads where they are possible), reproduce a PyTorch
+// fixture, and keep its main thread running during a forward of a few hundred milliseconds.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { assertMatchesFixture, loadFixture, moduleConfig } from '../js/helpers/fixtures.js';
 import { BUNDLERS } from './bundle_app.mjs';
-import { ROOT, launchBrowser } from './harness.mjs';
+import { ROOT, expectedBuild, forEachBrowser, recordBrowserInfo } from './harness.mjs';
 
 const FIXTURE = loadFixture('e16_h2_l7_bool_kpm.safetensors');
 
@@ -33,7 +33,7 @@ const tensor = (plain) => plain && { data: Float32Array.from(plain.data), shape:
 
 let dir;
 let app;
-let browser;
+const outs = {};
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'mha-wasm-bundlers-'));
@@ -44,62 +44,55 @@ before(async () => {
   cpSync(join(ROOT, 'tests/e2e/app'), app, { recursive: true });
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
   execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', join(dir, tarball)], { cwd: app, stdio: 'ignore' });
-  browser = await launchBrowser();
+  for (const [name, bundler] of Object.entries(BUNDLERS)) outs[name] = await bundler.build(app);
 });
 
-after(async () => {
-  await browser?.close();
+after(() => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-for (const [name, bundler] of Object.entries(BUNDLERS)) {
-  describe(name, () => {
-    let out;
-    before(async () => {
-      out = await bundler.build(app);
-    });
+forEachBrowser((ctx) => {
+  for (const [name, bundler] of Object.entries(BUNDLERS)) {
+    describe(name, () => {
+      for (const isolated of [true, false]) {
+        test(isolated ? 'cross-origin isolated' : 'not isolated', async (t) => {
+          const { browser, page } = ctx;
+          const { url, close } = await bundler.serve(app, outs[name], isolated, browser.control.agentTag);
+          const since = page.messageCount;
+          try {
+            await page.goto(url);
+            const info = await page.evaluate(async () => (await window.app).info);
+            if (name === 'Vite build') recordBrowserInfo(browser, isolated, info);
+            assert.equal(info.proxy, true);
+            const expected = expectedBuild(ctx.spec, isolated);
+            assert.equal(info.build, expected.build);
+            const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+            assert.equal(info.threads, expected.threadsOffReason ? 1 : Math.min(cores, 4));
+            if (expected.threadsOffReason) assert.match(info.threadsOffReason, expected.threadsOffReason);
+            else assert.equal(info.threadsOffReason, null);
 
-    for (const isolated of [true, false]) {
-      test(isolated ? 'cross-origin isolated' : 'not isolated', async (t) => {
-        const { url, close } = await bundler.serve(app, out, isolated);
-        const page = await browser.context.newPage();
-        const errors = [];
-        const warnings = [];
-        page.on('console', (message) => {
-          if (message.type() === 'warning') warnings.push(message.text());
-          if (message.type() === 'error' && !message.location().url.endsWith('/favicon.ico')) errors.push(message.text());
+            const result = await page.evaluate(async (request) => (await window.app).runFixture(request),
+              fixtureRequest(FIXTURE));
+            assertMatchesFixture({ output: tensor(result.output), weights: tensor(result.weights) }, FIXTURE);
+
+            const { ms, ticks } = await page.evaluate(async () => (await window.app).ticksDuringForward());
+            t.diagnostic(`${browser.label}, ${name}, ${isolated ? 'isolated' : 'not isolated'}: ${info.build}, ` +
+                         `${info.threads} threads, a ${ms.toFixed(0)} ms forward, ${ticks} timer ticks meanwhile`);
+            assert.ok(ms >= 100, `the forward took ${ms} ms, too short to tell`);
+            assert.ok(ticks >= 5, `the page's 10 ms timer fired ${ticks} times during a ${ms} ms forward`);
+            assert.deepEqual(page.errors(since), []);
+            // One warning when threads are off, naming the headers that turn them on.
+            const warnings = page.warnings(since);
+            const headerWarnings = warnings.filter((w) => /mha-wasm: running single-threaded/.test(w));
+            assert.equal(headerWarnings.length, expected.threadsOffReason ? 1 : 0, warnings.join('\n'));
+            if (expected.threadsOffReason) {
+              assert.match(headerWarnings[0], /Cross-Origin-Opener-Policy: same-origin.*Cross-Origin-Embedder-Policy: require-corp/);
+            }
+          } finally {
+            await close();
+          }
         });
-        page.on('pageerror', (error) => errors.push(error.message));
-        try {
-          await page.goto(url);
-          const info = await page.evaluate(async () => (await window.app).info);
-          assert.equal(info.proxy, true);
-          // Chromium has relaxed SIMD: isolated pages get that threaded build.
-          assert.equal(info.build, isolated ? 'relaxed-simd-threaded' : 'simd');
-          const cores = await page.evaluate(() => navigator.hardwareConcurrency);
-          assert.equal(info.threads, isolated ? Math.min(cores, 4) : 1);
-          if (isolated) assert.equal(info.threadsOffReason, null);
-          else assert.match(info.threadsOffReason, /not cross-origin isolated/);
-
-          const result = await page.evaluate(async (request) => (await window.app).runFixture(request),
-            fixtureRequest(FIXTURE));
-          assertMatchesFixture({ output: tensor(result.output), weights: tensor(result.weights) }, FIXTURE);
-
-          const { ms, ticks } = await page.evaluate(async () => (await window.app).ticksDuringForward());
-          t.diagnostic(`${name}, ${isolated ? 'isolated' : 'not isolated'}: ${info.build}, ` +
-                       `${info.threads} threads, a ${ms.toFixed(0)} ms forward, ${ticks} timer ticks meanwhile`);
-          assert.ok(ms >= 100, `the forward took ${ms} ms, too short to tell`);
-          assert.ok(ticks >= 5, `the page's 10 ms timer fired ${ticks} times during a ${ms} ms forward`);
-          assert.deepEqual(errors, []);
-          // One warning when threads are off, naming the headers that turn them on.
-          const headerWarnings = warnings.filter((w) => /mha-wasm: running single-threaded/.test(w));
-          assert.equal(headerWarnings.length, isolated ? 0 : 1, warnings.join('\n'));
-          if (!isolated) assert.match(headerWarnings[0], /Cross-Origin-Opener-Policy: same-origin.*Cross-Origin-Embedder-Policy: require-corp/);
-        } finally {
-          await page.close();
-          await close();
-        }
-      });
-    }
-  });
-}
+      }
+    });
+  }
+});

@@ -1,4 +1,4 @@
-// The contract table (tests/js/helpers/contract_table.js) through the proxy in Chromium, row by
+// The contract table (tests/js/helpers/contract_table.js) through the proxy in each browser, row by
 // row the same as in Node's calling thread (which tests/js/contract.test.js holds to each row's
 // expectation); and a module the worker cannot allocate, which JS cannot see.
 import assert from 'node:assert/strict';
@@ -6,59 +6,52 @@ import { after, before, test } from 'node:test';
 import { MHAError, loadMHA } from '../../web/src/index.js';
 import { CONTRACT_FIXTURE, contractTable, runContract, unexpected } from '../js/helpers/contract_table.js';
 import { loadFixture } from '../js/helpers/fixtures.js';
-import { ROOT, launchBrowser } from './harness.mjs';
-import { createStaticServer } from '../../scripts/static_server.mjs';
+import { forEachBrowser, startServer } from './harness.mjs';
 
 const fixture = loadFixture(CONTRACT_FIXTURE);
 const rows = contractTable(fixture);
 
-let server;
-let browser;
-let page;
-const pageErrors = [];
+forEachBrowser((ctx) => {
+  let server;
+  let page;
 
-before(async () => {
-  server = createStaticServer(ROOT, { servedDirs: ['web', 'dist', 'tests'] });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  browser = await launchBrowser();
-  page = await browser.context.newPage();
-  page.on('pageerror', (error) => pageErrors.push(error.message));
-  await page.goto(`http://127.0.0.1:${server.address().port}/tests/e2e/pages/contract.html`);
-  await page.waitForFunction(() => document.title === 'ready', null, { timeout: 60_000 });
-});
-
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
-
-test('the contract through the proxy is the calling thread\'s, row by row', async () => {
-  assert.equal(await page.evaluate(() => window.contractTest.info.proxy), true);
-  const proxied = await page.evaluate(() => window.contractTest.run());
-  const inThread = await runContract(await loadMHA(), fixture, MHAError);
-  assert.equal(proxied.length, rows.length);
-  const differences = rows.flatMap(({ what, expected }, i) => {
-    const wrong = unexpected(proxied[i], expected);
-    return [
-      ...(wrong ? [`${what}: through the proxy, ${wrong}`] : []),
-      ...(JSON.stringify(proxied[i]) === JSON.stringify(inThread[i]) ? []
-        : [`${what}: proxy ${JSON.stringify(proxied[i])}, in-thread ${JSON.stringify(inThread[i])}`]),
-    ];
+  before(async () => {
+    ({ page } = ctx);
+    server = await startServer(ctx.browser, { tests: true });
+    await page.goto(`${server.origin}/tests/e2e/pages/contract.html`);
+    await page.waitForFunction(() => document.title === 'ready', null, { timeout: 60_000 });
   });
-  assert.deepEqual(differences, []);
-});
 
-test('a module the worker cannot allocate: its calls reject, then its getters throw, that error', async () => {
-  const { before: known, first, after: then, later, cache } =
-    await page.evaluate(() => window.contractTest.failedInWorker());
-  assert.deepEqual(known.value, ['in_proj_weight', 'in_proj_bias', 'out_proj.weight', 'out_proj.bias']);
-  const failure = /^createMultiheadAttention: config: not enough memory for the parameters$/;
-  for (const error of [first, then, later, cache]) {
-    assert.ok(error.mhaError, JSON.stringify(error));
-    assert.match(error.message, failure);
-  }
-});
+  after(() => server?.stop());
 
-test('no uncaught errors on the page', () => {
-  assert.deepEqual(pageErrors, []);
+  test('the contract through the proxy is the calling thread\'s, row by row', async () => {
+    assert.equal(await page.evaluate(() => window.contractTest.info.proxy), true);
+    const proxied = await page.evaluate(() => window.contractTest.run());
+    const inThread = await runContract(await loadMHA(), fixture, MHAError);
+    assert.equal(proxied.length, rows.length);
+    const differences = rows.flatMap(({ what, expected }, i) => {
+      const wrong = unexpected(proxied[i], expected);
+      return [
+        ...(wrong ? [`${what}: through the proxy, ${wrong}`] : []),
+        ...(JSON.stringify(proxied[i]) === JSON.stringify(inThread[i]) ? []
+          : [`${what}: proxy ${JSON.stringify(proxied[i])}, in-thread ${JSON.stringify(inThread[i])}`]),
+      ];
+    });
+    assert.deepEqual(differences, []);
+  });
+
+  test('a module the worker cannot allocate: its calls reject, then its getters throw, that error', async () => {
+    const { before: known, first, after: then, later, cache } =
+      await page.evaluate(() => window.contractTest.failedInWorker());
+    assert.deepEqual(known.value, ['in_proj_weight', 'in_proj_bias', 'out_proj.weight', 'out_proj.bias']);
+    const failure = /^createMultiheadAttention: config: not enough memory for the parameters$/;
+    for (const error of [first, then, later, cache]) {
+      assert.ok(error.mhaError, JSON.stringify(error));
+      assert.match(error.message, failure);
+    }
+  });
+
+  test('no uncaught errors on the page', () => {
+    assert.deepEqual(page.errors(), []);
+  });
 });

@@ -1,46 +1,28 @@
-// Shared set-up for the browser tests: the demo server on a free port, Debian's Chromium driven by
-// playwright-core with a fresh profile, console errors collected per page, and helpers that
-// wait for the page's runs (the page reports them on <output id="result">).
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+// Shared set-up for the browser tests: each suite runs once per browser engine (E2E_BROWSERS,
+// tests/e2e/driver/browsers.mjs), in a browser launched on a fresh profile and driven by the test
+// agent inside its page (driver/agent.js, driver/page.mjs: one page API for every engine); the
+// pages are served on a free port with the agent injected; helpers wait for the demo's runs (the
+// page reports them on <output id="result">) and record what each engine ran for the README's
+// browser table (test-results/browsers/, scripts/browser_table.mjs).
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before } from 'node:test';
+import { after, before, beforeEach, describe } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { createStaticServer } from '../../scripts/static_server.mjs';
 import { chromium } from 'playwright-core';
+import { BROWSERS, CHROMIUM, CHROMIUM_ARGS, browserNames, launch } from './driver/browsers.mjs';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const RESULTS_DIR = join(ROOT, 'test-results');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync',
-];
 const RUN_TIMEOUT_MS = 60_000;
 
-// Starts scripts/serve.mjs on a free port; resolves to { url, stop }.
-export function startServer({ isolated = true } = {}) {
-  const args = [join(ROOT, 'scripts/serve.mjs'), '--port', '0', ...(isolated ? [] : ['--no-isolation'])];
-  const server = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    let output = '';
-    server.once('exit', (code) => reject(new Error(`serve.mjs exited with ${code}: ${output}`)));
-    server.stdout.on('data', (chunk) => {
-      output += chunk;
-      const match = output.match(/http:\/\/127\.0\.0\.1:\d+\/\S*/);
-      if (match) resolve({ url: match[0], stop: () => server.kill() });
-    });
-  });
-}
-
-// Launches Chromium headless with a fresh profile; resolves to { context, close }.
+// Chromium headless through playwright-core with a fresh profile, for the bench's page rows:
+// resolves to { context, close }.
 export async function launchBrowser() {
   const profile = mkdtempSync(join(tmpdir(), 'mha-e2e-profile-'));
   const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_ARGS,
-    viewport: { width: 1400, height: 1000 },
+    executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1400, height: 1000 },
   });
   return {
     context,
@@ -51,39 +33,81 @@ export async function launchBrowser() {
   };
 }
 
-// Opens the demo and waits for its first run. Returns { page, consoleErrors }.
-export async function openDemo(context, url) {
-  const page = await context.newPage();
-  const consoleErrors = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error') consoleErrors.push(message.text());
-  });
-  page.on('pageerror', (error) => consoleErrors.push(error.message));
-  await page.goto(url);
-  await waitForRunsAbove(page, 0);
-  return { page, consoleErrors };
+// One describe per browser: `body(ctx)` declares the tests; before them ctx.browser (its
+// handle: name, label, spec, version, control) and ctx.page are set, and the browser is closed after.
+export function forEachBrowser(body) {
+  for (const name of browserNames()) {
+    describe(BROWSERS[name].label, () => {
+      const ctx = { name, spec: BROWSERS[name] };
+      before(async () => {
+        ctx.browser = await launch(name);
+        ctx.page = ctx.browser.page;
+      });
+      after(async () => {
+        await ctx.browser?.close();
+      });
+      body(ctx);
+    });
+  }
 }
 
-// For a test file: serves the demo (isolated or not) and opens it in a fresh Chromium at `query`
-// before its tests, closes both after them. The returned object gets { page, consoleErrors }.
-export function useDemoPage({ isolated = true, query = '' } = {}) {
-  const demo = {};
-  let server;
-  let browser;
-  before(async () => {
-    server = await startServer({ isolated });
-    browser = await launchBrowser();
-    Object.assign(demo, await openDemo(browser.context, `${server.url}${query}`));
+// The build the package must choose in this browser, isolated or not, and why threads are off.
+export function expectedBuild(spec, isolated) {
+  if (!isolated) return { build: 'simd', threadsOffReason: /not cross-origin isolated/ };
+  if (!spec.sharedArrayBuffer) return { build: 'simd', threadsOffReason: /this browser has no SharedArrayBuffer/ };
+  return { build: spec.relaxedSimd ? 'relaxed-simd-threaded' : 'simd-threaded', threadsOffReason: null };
+}
+
+// Serves the repository's web/, dist/ (and tests/ with `tests`) on a free port, with the agent of
+// `browser` injected in its pages; resolves to { url, origin, stop }, url the demo's page.
+export async function startServer(browser, { isolated = true, tests = false } = {}) {
+  const server = createStaticServer(ROOT, {
+    isolated, servedDirs: ['web', 'dist', ...(tests ? ['tests'] : [])], startPage: '/web/demo/',
+    inject: browser.control.agentTag,
   });
-  after(async () => {
-    await browser?.close();
-    server?.stop();
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  return { url: `${origin}/web/demo/`, origin, stop: () => server.close() };
+}
+
+// Records lib.info as `browser` reported it (isolated or not) for the README's browser table.
+export function recordBrowserInfo(browser, isolated, info) {
+  const dir = join(RESULTS_DIR, 'browsers');
+  mkdirSync(dir, { recursive: true });
+  const { engine, product, variant = '', notes } = browser.spec;
+  const row = { browser: browser.name, engine, product, variant, notes, version: browser.version, isolated, info };
+  writeFileSync(join(dir, `${browser.name}-${isolated ? 'isolated' : 'not-isolated'}.json`), `${JSON.stringify(row, null, 2)}\n`);
+}
+
+// Opens the demo in ctx's browser and waits for its first run.
+async function openDemo(page, url) {
+  await page.goto(url);
+  await waitForRunsAbove(page, 0);
+}
+
+// For a test file: the demo served (isolated or not) and opened at `query` in each browser before
+// its tests; `body(demo)` declares the tests, demo.page and demo.browser set by then.
+export function useDemoPage({ isolated = true, query = '' } = {}, body) {
+  forEachBrowser((demo) => {
+    let server;
+    before(async () => {
+      server = await startServer(demo.browser, { isolated });
+      await openDemo(demo.page, `${server.url}${query}`);
+    });
+    // After a test that found the page stuck, the next ones get it afresh.
+    beforeEach(async () => {
+      if (demo.page.control.timedOut) await openDemo(demo.page, `${server.url}${query}`);
+    });
+    after(() => server?.stop());
+    body(demo);
   });
-  return demo;
 }
 
 export const resultState = (page) =>
-  page.locator('#result').evaluate((element) => ({ ...element.dataset, runs: Number(element.dataset.runs) }));
+  page.evaluate(() => {
+    const { dataset } = document.getElementById('result');
+    return { ...dataset, runs: Number(dataset.runs) };
+  });
 
 // Waits until the page has finished more than `runs` runs and has none pending; returns its state.
 export async function waitForRunsAbove(page, runs) {
@@ -109,10 +133,17 @@ export async function runAfter(page, action) {
 
 export const parseTensor = (json) => JSON.parse(json);
 
-export async function saveScreenshot(page, name) {
+// A screenshot of the page in test-results/, where the browser can take one; else says why not
+// (t.diagnostic) and resolves to null.
+export async function saveScreenshot(t, page, name) {
+  const missing = page.unsupported('screenshots');
+  if (missing) {
+    t.diagnostic(`no screenshot ${name}: ${missing}`);
+    return null;
+  }
   mkdirSync(RESULTS_DIR, { recursive: true });
-  const path = join(RESULTS_DIR, name);
-  await page.screenshot({ path, fullPage: true });
+  const path = join(RESULTS_DIR, `${page.browser.name}-${name}`);
+  await page.screenshot(path);
   return path;
 }
 
@@ -152,12 +183,4 @@ export function readFixtureTensor(bytes, name) {
 }
 
 // Drops a file on the page the way a drag from the desktop does.
-export async function dropFile(page, name, bytes) {
-  const dataTransfer = await page.evaluateHandle(([fileName, content]) => {
-    const transfer = new DataTransfer();
-    transfer.items.add(new File([new Uint8Array(content)], fileName));
-    return transfer;
-  }, [name, [...bytes]]);
-  await page.dispatchEvent('body', 'dragover', { dataTransfer });
-  await page.dispatchEvent('body', 'drop', { dataTransfer });
-}
+export const dropFile = (page, name, bytes) => page.dropFiles('body', { name, buffer: bytes });

@@ -25,6 +25,9 @@ describe('info', () => {
     const lib = await loadMHA();
     assert.equal(lib.info.build, relaxedSimdSupported() ? 'relaxed-simd-threaded' : 'simd-threaded');
     assert.equal(lib.info.threads, Math.min(availableParallelism(), 4));
+    // The probe's answer, whichever build runs (the browser table reads it from here).
+    assert.equal(lib.info.relaxedSimd, relaxedSimdSupported());
+    assert.equal((await loadMHA({ build: 'simd' })).info.relaxedSimd, relaxedSimdSupported());
   });
 
   test('Node runs in the calling thread and says why threads are off only when asked', async () => {

@@ -194,6 +194,23 @@ function showEngineBadges(info, isolated) {
   badge.textContent = isolated ? 'cross-origin isolated' : 'not cross-origin isolated';
   badge.className = `badge ${isolated ? 'good' : 'warn'}`;
   Object.assign(result.dataset, { build: info.build, threads: String(info.threads), isolated: String(isolated) });
+  showThreadsAllowed(info);
+}
+
+// The slider as the library allows: an isolated page may still have no threads (WebKitGTK, say,
+// has no SharedArrayBuffer); lib.info says so and why.
+function showThreadsAllowed(info) {
+  const slider = byId('threads');
+  const off = info.threadsOffReason !== null;
+  slider.disabled = off;
+  if (off) {
+    slider.value = '1';
+    byId('threads-value').textContent = '1';
+  }
+  byId('threads-hint').textContent = off
+    ? `Threads are off here: ${info.threadsOffReason}, so the single-thread SIMD build runs.` +
+      (self.crossOriginIsolated ? '' : ' Threads need a cross-origin isolated page (COOP/COEP headers).')
+    : '';
 }
 
 // The request of the settings on screen, for the decoding mode; throws a readable Error.
@@ -207,7 +224,7 @@ const decodeView = new DecodeView(currentRequest, tooltip);
 
 async function startEngine() {
   decodeView.reset();
-  const threads = self.crossOriginIsolated ? Number(byId('threads').value) : 1;
+  const threads = byId('threads').disabled ? 1 : Number(byId('threads').value);
   byId('badge-build').textContent = 'loading engine…';
   byId('badge-build').className = 'badge';
   result.dataset.state = 'loading';
@@ -333,12 +350,6 @@ function setUpThreads() {
   slider.max = String(cores);
   slider.value = String(Number.isInteger(requested) && requested >= 1 ? Math.min(requested, cores) : cores);
   byId('threads-value').textContent = slider.value;
-  if (!self.crossOriginIsolated) {
-    slider.disabled = true;
-    slider.value = '1';
-    byId('threads-value').textContent = '1';
-    byId('threads-hint').textContent = 'Threads need a cross-origin isolated page (COOP/COEP headers); this one is not, so the single-thread SIMD build runs.';
-  }
   slider.addEventListener('input', () => {
     byId('threads-value').textContent = slider.value;
   });

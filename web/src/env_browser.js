@@ -46,21 +46,21 @@ export function fileUrls(wasmPaths) {
 
 const sameOrigin = (url) => new URL(url).origin === globalThis.location?.origin;
 
-// A Worker may only start from a same-origin script: for one on a CDN, a
-// same-origin Blob whose code loads it.
-export function moduleWorkerUrl(url) {
-  if (sameOrigin(url)) return url;
-  return URL.createObjectURL(new Blob([`import ${JSON.stringify(url)};`], { type: 'text/javascript' }));
+// A same-origin Blob worker script that imports `url` and hands it the messages that arrive
+// meanwhile (the script sets self.onmessage when it runs). By import(), not a static import:
+// WebKit fails a Blob module worker's static import of another origin on an isolated page, and
+// a classic worker (Emscripten's pthreads) has only import(). A failed import is thrown in a
+// task of its own, so that the page's worker.onerror hears of it.
+function importingWorkerUrl(url) {
+  const code = 'const early = []; self.onmessage = (event) => early.push(event);\n' +
+    `import(${JSON.stringify(url)}).then(() => { for (const event of early) self.onmessage(event); },\n` +
+    '  (error) => setTimeout(() => { throw error; }));\n';
+  return URL.createObjectURL(new Blob([code], { type: 'text/javascript' }));
 }
 
-// Emscripten's pthread worker script, in whatever form a bundler left it:
-// same- or cross-origin, a data: URL (Vite inlines small assets), or given
-// module syntax (Vite's dev server): a Blob script imports it and hands it
-// the messages that arrive meanwhile.
-function pthreadWorkerUrl(url) {
-  const code = 'const early = []; self.onmessage = (event) => early.push(event);\n' +
-    `import(${JSON.stringify(url)}).then(() => { for (const event of early) self.onmessage(event); });\n`;
-  return URL.createObjectURL(new Blob([code], { type: 'text/javascript' }));
+// A Worker may only start from a same-origin script: for one on a CDN, a Blob that loads it.
+export function moduleWorkerUrl(url) {
+  return sameOrigin(url) ? url : importingWorkerUrl(url);
 }
 
 export function threadsOffReason() {
@@ -91,8 +91,10 @@ async function fetchBytes(url) {
 export async function instantiate(files) {
   const [{ default: createModule }, wasmBinary] = await Promise.all([
     import(/* webpackIgnore: true */ /* @vite-ignore */ files.js), fetchBytes(files.wasm)]);
-  // The pthread workers (threaded build) run the worker script, which loads files.js.
-  const pthreadWorker = files.worker && pthreadWorkerUrl(files.worker);
+  // The pthread workers (threaded build) run the worker script, which loads files.js; in
+  // whatever form a bundler left it (same- or cross-origin, a data: URL as Vite inlines small
+  // assets, module syntax as Vite's dev server serves it), through a Blob that imports it.
+  const pthreadWorker = files.worker && importingWorkerUrl(files.worker);
   return createModule({
     wasmBinary,
     mainScriptUrlOrBlob: files.js,

@@ -50,8 +50,8 @@ export function checkSdpaCache(options) {
 }
 
 export class MHALibrary {
-  // threadsOffReason: null, or why the single-thread build runs.
-  constructor(wasm, { build, threadsOffReason }) {
+  // threadsOffReason: null, or why the single-thread build runs; relaxedSimd: the engine's probe.
+  constructor(wasm, { build, threadsOffReason, relaxedSimd }) {
     this.wasm = wasm;
     const core = wasm.info();
     // proxy: false here; a proxied library (proxy_client.js) says true.
@@ -60,6 +60,7 @@ export class MHALibrary {
       build,
       threads: core.threads,
       simd: core.target === 'WASM',
+      relaxedSimd,
       target: core.target,
       gemmTile: core.gemmTile,
       proxy: false,

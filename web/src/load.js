@@ -80,7 +80,7 @@ export async function loadInThread(options, env, files) {
   const threads = chooseThreads(options.threads, build, env);
   const wasm = await env.instantiate(files[build]);
   if (wasm.initialize(threads) !== 0) throw new Error('mha-wasm: thread pool already initialized');
-  return new MHALibrary(wasm, { build, threadsOffReason });
+  return new MHALibrary(wasm, { build, threadsOffReason, relaxedSimd: relaxedSimdSupported() });
 }
 
 // The one warning a page gets when it runs single-threaded without asking to.

@@ -196,6 +196,31 @@ window.proxyTest = {
       Math.max(...output.data.map((v, j) => Math.abs(v - expected[i][j])))));
   },
 
+  // The proxy's calls one after another, `rounds` times a module created, loaded, run forward and
+  // disposed; a call that has not settled after `stallMs` ends the loop. Resolves to
+  // { calls, ms, stalled: null | what never settled }.
+  async stress(rounds, stallMs) {
+    let calls = 0;
+    const start = performance.now();
+    const settled = (what, promise) => new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`stalled: ${what} (call ${calls + 1}) did not settle in ${stallMs} ms`)), stallMs);
+      promise.then((value) => { clearTimeout(timer); calls++; resolve(value); }, (error) => { clearTimeout(timer); reject(error); });
+    });
+    try {
+      for (let i = 0; i < rounds; i++) {
+        const mha = lib.createMultiheadAttention(moduleConfig(fixture.config));
+        calls++;
+        await settled('loadSafetensors', mha.loadSafetensors(fixture.bytes, { prefix: 'param.' }));
+        const result = await settled('forward', forward(mha));
+        if (!(result.output.data.length > 0)) throw new Error(`round ${i}: an empty output`);
+        await settled('dispose', Promise.resolve(mha.dispose()));
+      }
+    } catch (error) {
+      return { calls, ms: performance.now() - start, stalled: error.message };
+    }
+    return { calls, ms: performance.now() - start, stalled: null };
+  },
+
   // `calls` forwards, a module made and disposed every 10th; the worker's heap after.
   async manyCalls(calls) {
     for (let i = 0; i < calls; i++) {
