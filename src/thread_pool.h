@@ -64,18 +64,13 @@ class ThreadPool {
 
 // Multiply-adds below which a call (one projection, one attention) runs on
 // the calling thread: waking the pool's threads and waiting for them costs
-// more than sharing saves. Measured at 2 threads (AMD EPYC Zen 3, load 12-20
-// from other work, the measuring process at nice -19 as bench/run.mjs runs):
-// decoding steps of E = 64..1024 (E / 64 heads) against 15..4095 cached keys,
-// with the threshold swept from 0 to infinity per call, calls interleaved.
-// Native: sharing saved time from about 5e4 multiply-adds per call (a
-// 6.6e4 attention 24 -> 20 us, a 4.9e4 projection 7.0 -> 8.4 us lost);
-// WebAssembly (Node): from about 7e4 (E = 256: a 6.6e4 projection and a
-// 1.3e5 attention shared, 128 -> 84 us), though single-head attention of
-// 1.3e5 gained nothing (100 -> 110 us). One value for both builds, between
-// the two; decoding steps of E = 64 (D5: 1.2e4 at most) never wake the pool.
-// (The workers were spinning between calls, as they are between the calls
-// of a decoding step; see kSpins in thread_pool.cc.)
+// more than sharing saves. Found by sweeping the threshold on decoding steps
+// of E = 64..1024 against 15..4095 cached keys at 2 threads: sharing starts
+// to pay a little earlier natively than in WebAssembly, and one value serves
+// both builds, between the two; decoding steps of E = 64 (D5) never wake the
+// pool. (The workers were spinning between calls, as they are between the
+// calls of a decoding step; see kSpins in core/thread_pool.cc. Figures: git
+// log --follow of this file.)
 constexpr double kMinSharedWork = 1e5;
 
 // `pool`, or null (the calling thread alone) for work below kMinSharedWork.

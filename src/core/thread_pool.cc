@@ -3,9 +3,9 @@
 namespace mha {
 namespace {
 
-// Polls before a thread sleeps. Measured in WebAssembly (W3, 2 threads, load
-// 5-8): 55-70 us in Node, 0.46-0.54 ms in Chromium 156, whose loop polls
-// about 8x slower.
+// Polls before a thread sleeps: tens of microseconds in Node, several times
+// longer in Chromium, whose loop polls more slowly (figures: git log --follow
+// of this file).
 constexpr int kSpins = 20000;
 
 inline void Pause() {

@@ -40,12 +40,11 @@ inline bool WasmHostIsX86() {
 // FMA pipes of latency 4, as on Apple cores); 16-register x86 takes 6 rows
 // natively (12 accumulators hide FMA latency 4 x 2 pipes; 8 rows spill).
 // V8 on x64 keeps one of the 16 xmm registers as scratch and needs another
-// for the product of mul+add (no FMA), so WebAssembly on x86 hosts gets 4
-// (Zen 3, Node 20, bench/native/gemm_tiles.cc: 4x2v 33 GF/s, 6x2v 24, 8x2v 22:
-// V8 spills the larger ones). There 4x2v stays near 65 % of the mul+add peak:
-// each k step is 16 mul/add and 6 loads, and on Zen 3 vector loads seem to
-// share the FP side's 4 ops a cycle with them (a loop of 16 mul/add and 2, 4
-// or 6 L1 loads ran at 89-94, 79-83 and 75-77 % of the peak); 16 / 22 = 73 %.
+// for the product of mul+add (no FMA), so WebAssembly on x86 hosts gets 4:
+// V8 spills the larger ones (bench/native/gemm_tiles.cc times them). There
+// 4x2v stays below the mul+add peak by about what its loads cost: each k step
+// is 16 mul/add and 6 loads, and on Zen 3 vector loads seem to share the FP
+// side's 4 ops a cycle with them, so 16 / 22 of the peak at most.
 inline size_t PreferredGemmTileRows() {
 #if HWY_TARGET == HWY_WASM
   return WasmHostIsX86() ? 4 : 8;
