@@ -1,5 +1,5 @@
 // Every allocation a decoding call makes (module and SDPA), failed one at a
-// returns OutOfMemory and leaves module and cache as they were (DESIGN.md,
+// time: the call returns OutOfMemory and leaves module and cache as they were (DESIGN.md,
 // "Decoding": on any error the cache is left as it was), and the next call
 // gives exactly what a twin that never failed gives.
 //
