@@ -1,7 +1,7 @@
 // Every allocation a decoding call makes (module and SDPA), failed one at a
-// time: the call returns OutOfMemory and leaves module and cache as they were (DESIGN.md,
-// "Decoding": on any error the cache is left as it was), and the next call
-// gives exactly what a twin that never failed gives.
+// time: the call returns OutOfMemory and leaves module and cache as they
+// were (DESIGN.md, "Decoding": on any error the cache is left as it was),
+// and the next call gives exactly what a twin that never failed gives.
 //
 // This binary replaces the global operator new (plain and aligned; the
 // core's AlignedBuffer uses the aligned one), so the k-th allocation after
