@@ -4,8 +4,8 @@
 // and the next call gives exactly what a twin that never failed gives.
 //
 // This binary replaces the global operator new (plain and aligned; the
-// core's AlignedBuffer uses the aligned one), so the k-th allocation after
-// FailAllocation(k) throws std::bad_alloc.
+// core's AlignedBuffer uses the aligned one), so that the k-th allocation
+// after g_allocations_left = k fails.
 #include <atomic>
 #include <cstdlib>
 #include <functional>
@@ -46,6 +46,22 @@ void* Allocate(size_t size, size_t alignment) {
 void* operator new(size_t size) { return Allocate(size, alignof(std::max_align_t)); }
 void* operator new(size_t size, std::align_val_t alignment) {
   return Allocate(size, static_cast<size_t>(alignment));
+}
+// The nothrow forms too: the core's AlignedBuffer uses the aligned one, and
+// a sanitizer's own would otherwise pair with these deletes.
+void* operator new(size_t size, const std::nothrow_t&) noexcept {
+  try {
+    return operator new(size);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void* operator new(size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept {
+  try {
+    return operator new(size, alignment);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
