@@ -17,6 +17,9 @@ using Shape = std::vector<int64_t>;
 struct TensorView {
   const float* data = nullptr;
   Shape shape;
+
+  // TensorView{}: an argument not given (key and value with a cache).
+  bool absent() const { return data == nullptr && shape.empty(); }
 };
 
 enum class MaskKind { kNone, kBool, kFloat };

@@ -64,11 +64,13 @@ class ThreadPool {
 
 // Multiply-adds below which a call (one projection, one attention) runs on
 // the calling thread: waking the pool's threads and waiting for them costs
-// more than sharing saves. Found by sweeping the threshold over decoding
-// steps of E = 64..1024 at 2 threads: sharing starts to pay from about 5e4
-// multiply-adds per call natively and about 7e4 in WebAssembly; one value for
-// both builds sits between the two, and the smallest decoding steps (D5)
-// never wake the pool (figures: commit c29d3dc).
+// more than sharing saves. Found by sweeping the threshold on decoding steps
+// of E = 64..1024 against 15..4095 cached keys at 2 threads: sharing starts
+// to pay a little earlier natively than in WebAssembly, and one value serves
+// both builds, between the two; decoding steps of E = 64 (D5) never wake the
+// pool. (The workers were spinning between calls, as they are between the
+// calls of a decoding step; see kSpins in core/thread_pool.cc. Figures: git
+// log --follow of this file.)
 constexpr double kMinSharedWork = 1e5;
 
 // `pool`, or null (the calling thread alone) for work below kMinSharedWork.

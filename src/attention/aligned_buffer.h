@@ -3,7 +3,6 @@
 #define MHA_SRC_ATTENTION_ALIGNED_BUFFER_H_
 
 #include <cstddef>
-#include <cstdint>
 #include <memory>
 #include <new>
 
@@ -16,18 +15,16 @@ class AlignedBuffer {
   // Returns at least n floats (contents unspecified). Throws std::bad_alloc.
   // Memory comes from the aligned operator new, like every other allocation
   // of a call, so one replacement of it (tests/native/alloc_failure_test.cc)
-  // can make any of them fail: the nothrow form, which the standard library
-  // implements by calling the replaceable throwing one, because under
-  // AddressSanitizer an impossible request to the throwing form aborts, where
-  // the nothrow form returns null (allocator_may_return_null) and the call
-  // can report OutOfMemory.
+  // can make any of them fail (the nothrow form calls the replaced one).
   float* Get(size_t n) {
     if (n > capacity_) {
-      if (n > SIZE_MAX / sizeof(float)) throw std::bad_alloc();
-      void* grown = ::operator new(n * sizeof(float), std::align_val_t{HWY_ALIGNMENT}, std::nothrow);
+      // Keep the old buffer if the new one cannot be had. The nothrow form:
+      // under AddressSanitizer (allocator_may_return_null) the throwing one
+      // aborts instead of throwing.
+      float* grown = static_cast<float*>(
+          ::operator new(n * sizeof(float), std::align_val_t{HWY_ALIGNMENT}, std::nothrow));
       if (grown == nullptr) throw std::bad_alloc();
-      // The old buffer is kept when the new one cannot be had.
-      data_.reset(static_cast<float*>(grown));
+      data_.reset(grown);
       capacity_ = n;
     }
     return data_.get();

@@ -54,8 +54,6 @@ Status CheckMask(const char* arg, const MaskView& mask, const std::vector<Shape>
                                  ", got " + ShapeString(mask.shape));
 }
 
-bool Absent(const TensorView& t) { return t.data == nullptr && t.shape.empty(); }
-
 // A cache must be this module's, fit the batch and the new keys.
 Status CheckCache(const MultiheadAttentionConfig& c, uint64_t module_id, const KVCache& cache,
                   const Dims& dims) {
@@ -88,7 +86,7 @@ Status CheckInputs(const MultiheadAttentionConfig& c, uint64_t module_id, const 
     return Status::InvalidArgument("query: expected a 3-D (L, N, E) / (N, L, E) or 2-D (L, E) "
                                    "tensor, got shape " + ShapeString(query.shape));
   }
-  const bool no_keys = Absent(key) && Absent(value);
+  const bool no_keys = key.absent() && value.absent();
   if (no_keys && o.cache == nullptr) {
     return Status::InvalidArgument("key, value: required without a cache");
   }

@@ -48,8 +48,6 @@ Status CheckTensor(const char* arg, const TensorView& t) {
   return CheckDimsAndData(arg, t.shape, t.data);
 }
 
-bool Absent(const TensorView& t) { return t.data == nullptr && t.shape.empty(); }
-
 // The problem's dims once the tensors (and the cache) are checked.
 struct SdpaDims {
   size_t rank = 0;
@@ -78,7 +76,7 @@ Status CheckCache(const KVCache& cache, const SdpaDims& d) {
 Status CheckSdpa(const TensorView& query, const TensorView& key, const TensorView& value,
                  const SdpaOptions& options, SdpaDims* d) {
   MHA_RETURN_IF_ERROR(CheckTensor("query", query));
-  const bool no_keys = Absent(key) && Absent(value);
+  const bool no_keys = key.absent() && value.absent();
   if (no_keys && options.cache == nullptr) {
     return Status::InvalidArgument("key, value: required without a cache");
   }

@@ -3,11 +3,9 @@
 namespace mha {
 namespace {
 
-// Polls before a thread sleeps: long enough to span the gap between the
-// calls of one forward or decoding step (so the pool need not be woken
-// again), short enough that an idle pool soon stops using a core. A browser's
-// loop polls several times slower than Node's, so the same count waits longer
-// there (figures: commit 3b4b607).
+// Polls before a thread sleeps: tens of microseconds in Node, several times
+// longer in Chromium, whose loop polls more slowly (figures: git log --follow
+// of this file).
 constexpr int kSpins = 20000;
 
 inline void Pause() {

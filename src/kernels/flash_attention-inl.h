@@ -133,9 +133,9 @@ constexpr float kLog2e = 1.44269504f;
 // qt[d * chunk + q] = scale * Q[i0 + q][d] for q < n; zero up to n_pad.
 // Four query rows at a time: StoreInterleaved4 turns a vector of each row's
 // dims into groups of four queries per dim, and each group is one 16-byte
-// copy. Where keys are few (many queries against a short context) the
-// transpose is a visible part of attention, and element by element it cost
-// half as much again (figures: commit dc49d50).
+// copy. Where keys are few the transpose is a visible part of attention
+// (element by element it took half as much time again); what is left is
+// mostly reading Q and writing the output from memory.
 inline void TransposeQueryChunk(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
                                 float scale, float* HWY_RESTRICT qt) {
   const hn::ScalableTag<float> d;

@@ -54,7 +54,7 @@ inline void PackB(const float* b, size_t ldb, const float* bias, size_t n, size_
 
 // f32_gemm_<kRows>x2v: up to kRows rows of A against one packed panel.
 // HWY_INLINE: GCC stopped inlining it into GemmTileRows once RegisterTile
-// took a step lambda, and the AVX2 GEMM lost ~4 %.
+// took a step lambda, and the AVX2 GEMM lost speed.
 template <size_t kRows>
 HWY_INLINE void GemmPanel(const float* a, size_t lda, size_t rows, const float* panel,
                           size_t k, float* c, size_t ldc, size_t cols) {

@@ -41,10 +41,10 @@ inline bool WasmHostIsX86() {
 // natively (12 accumulators hide FMA latency 4 x 2 pipes; 8 rows spill).
 // V8 on x64 keeps one of the 16 xmm registers as scratch and needs another
 // for the product of mul+add (no FMA), so WebAssembly on x86 hosts gets 4:
-// V8 spills the larger tiles (bench/native/gemm_tiles.cc compares them). The
-// 4x2v tile's k step is 16 mul/add and 6 loads, and where vector loads share
-// the FP side's issue slots (Zen 3) it cannot pass 16 / 22 of the mul+add
-// peak (figures: commit 249c254).
+// V8 spills the larger ones (bench/native/gemm_tiles.cc times them). There
+// 4x2v stays below the mul+add peak by about what its loads cost: each k step
+// is 16 mul/add and 6 loads, and on Zen 3 vector loads seem to share the FP
+// side's 4 ops a cycle with them, so 16 / 22 of the peak at most.
 inline size_t PreferredGemmTileRows() {
 #if HWY_TARGET == HWY_WASM
   return WasmHostIsX86() ? 4 : 8;

@@ -1,14 +1,14 @@
-// Every allocation a decoding call makes, failed one at a time: the call
-// returns OutOfMemory and leaves module and cache as they were (DESIGN.md,
-// "Decoding": on any error the cache is left as it was), and the next call
-// gives exactly what a twin that never failed gives.
+// Every allocation a decoding call makes (module and SDPA), failed one at a
+// time: the call returns OutOfMemory and leaves module and cache as they
+// were (DESIGN.md, "Decoding": on any error the cache is left as it was),
+// and the next call gives exactly what a twin that never failed gives.
 //
-// This binary replaces the global operator new (plain and aligned, throwing
-// and nothrow: the core's AlignedBuffer uses the aligned nothrow one), so the
-// k-th allocation after FailAllocation(k) fails (throws std::bad_alloc, or
-// returns null from the nothrow forms).
+// This binary replaces the global operator new (plain and aligned; the
+// core's AlignedBuffer uses the aligned one), so that the k-th allocation
+// after g_allocations_left = k fails.
 #include <atomic>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <new>
 #include <string>
@@ -47,16 +47,18 @@ void* operator new(size_t size) { return Allocate(size, alignof(std::max_align_t
 void* operator new(size_t size, std::align_val_t alignment) {
   return Allocate(size, static_cast<size_t>(alignment));
 }
+// The nothrow forms too: the core's AlignedBuffer uses the aligned one, and
+// a sanitizer's own would otherwise pair with these deletes.
 void* operator new(size_t size, const std::nothrow_t&) noexcept {
   try {
-    return Allocate(size, alignof(std::max_align_t));
+    return operator new(size);
   } catch (const std::bad_alloc&) {
     return nullptr;
   }
 }
 void* operator new(size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept {
   try {
-    return Allocate(size, static_cast<size_t>(alignment));
+    return operator new(size, alignment);
   } catch (const std::bad_alloc&) {
     return nullptr;
   }
@@ -113,6 +115,28 @@ mha::Status RunCall(Twin& t, const Call& call, const TensorView& x, mha::Forward
   return t.module->Forward(x, x, x, o, result, nullptr);
 }
 
+// Runs `call` with its first, second, ... allocation failing until it
+// succeeds; each failure must be OutOfMemory and leave the cache's length.
+// Returns the failures.
+int FailEachAllocation(const std::function<mha::Status()>& call, const mha::KVCache& cache) {
+  int failures = 0;
+  for (long k = 0;; ++k) {
+    const int64_t length = cache.length();
+    g_allocations_left = k;
+    const mha::Status status = call();
+    const bool failed = g_allocations_left.exchange(-1) < 0;
+    if (status.ok()) {
+      EXPECT_FALSE(failed) << "allocation " << k << " failed and the call succeeded";
+      return failures;
+    }
+    ++failures;
+    EXPECT_TRUE(failed) << status.message();
+    EXPECT_EQ(status.code(), mha::StatusCode::kOutOfMemory) << status.message();
+    EXPECT_EQ(cache.length(), length) << "allocation " << k << ": " << status.message();
+    if (k >= 1000 || ::testing::Test::HasFailure()) return failures;
+  }
+}
+
 class AllocFailureTest : public ::testing::TestWithParam<KVCacheDtype> {};
 
 TEST_P(AllocFailureTest, EveryFailedAllocationLeavesModuleAndCacheAsTheyWere) {
@@ -131,29 +155,48 @@ TEST_P(AllocFailureTest, EveryFailedAllocationLeavesModuleAndCacheAsTheyWere) {
     const TensorView x{tokens.data(), {call.rows, 1, kE}};
     mha::ForwardResult expected, actual;  // `actual`: of the call that succeeded
     ASSERT_TRUE(RunCall(control, call, x, &expected).ok());
-    int failures = 0;
-    for (long k = 0;; ++k) {
-      const int64_t length = failing.cache->length();
+    const std::function<mha::Status()> run = [&] {
       actual = mha::ForwardResult();  // no capacity left from an earlier try
-      g_allocations_left = k;
-      const mha::Status status = RunCall(failing, call, x, &actual);
-      const bool failed = g_allocations_left.exchange(-1) < 0;
-      if (status.ok()) {
-        ASSERT_FALSE(failed) << "allocation " << k << " failed and the call succeeded";
-        break;
-      }
-      ++failures;
-      ASSERT_TRUE(failed) << status.message();
-      ASSERT_EQ(status.code(), mha::StatusCode::kOutOfMemory) << status.message();
-      ASSERT_EQ(failing.cache->length(), length) << "allocation " << k << ": " << status.message();
-      ASSERT_LT(k, 1000);
-    }
-    EXPECT_GT(failures, 0);
+      return RunCall(failing, call, x, &actual);
+    };
+    EXPECT_GT(FailEachAllocation(run, *failing.cache), 0);
+    ASSERT_FALSE(HasFailure());
     EXPECT_EQ(failing.cache->length(), control.cache->length());
     EXPECT_EQ(actual.output.shape, expected.output.shape);
     EXPECT_EQ(actual.output.data, expected.output.data);
     EXPECT_EQ(actual.weights.shape, expected.weights.shape);
     EXPECT_EQ(actual.weights.data, expected.weights.data);
+  }
+}
+
+// The same for scaled_dot_product_attention on a free-standing cache: a
+// prompt, a decode step and a chunk of 20 (flash), grouped-query heads.
+TEST_P(AllocFailureTest, ScaledDotProductAttentionLeavesTheCacheAsItWas) {
+  mha::KVCacheConfig config{1, 2, 8, 8, kMax, GetParam()};
+  std::unique_ptr<mha::KVCache> failing, control;
+  ASSERT_TRUE(mha::KVCache::Create(config, &failing).ok());
+  ASSERT_TRUE(mha::KVCache::Create(config, &control).ok());
+  uint32_t seed = 40;
+  for (int64_t rows : {5, 1, 20}) {
+    SCOPED_TRACE(rows);
+    const std::vector<float> q = RandomVector(4 * rows * 8, seed++), kv = RandomVector(2 * rows * 8, seed++);
+    const TensorView qv{q.data(), {1, 4, rows, 8}}, kvv{kv.data(), {1, 2, rows, 8}};
+    mha::SdpaOptions o;
+    o.enable_gqa = true;
+    o.is_causal = true;
+    mha::Tensor expected, actual;
+    o.cache = control.get();
+    ASSERT_TRUE(mha::ScaledDotProductAttention(qv, kvv, kvv, o, &expected).ok());
+    o.cache = failing.get();
+    const std::function<mha::Status()> run = [&] {
+      actual = mha::Tensor();
+      return mha::ScaledDotProductAttention(qv, kvv, kvv, o, &actual);
+    };
+    EXPECT_GT(FailEachAllocation(run, *failing), 0);
+    ASSERT_FALSE(HasFailure());
+    EXPECT_EQ(failing->length(), control->length());
+    EXPECT_EQ(actual.shape, expected.shape);
+    EXPECT_EQ(actual.data, expected.data);
   }
 }
 
