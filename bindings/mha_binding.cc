@@ -231,6 +231,8 @@ class MultiheadAttentionBinding {
     c.v_head_dim = Dim(config["v_head_dim"]);
     c.dropout = config["dropout"].as<float>();
     c.num_kv_heads = Dim(config["num_kv_heads"]);
+    c.scale = config["scale"].as<float>();
+    c.softcap = config["softcap"].as<float>();
     const val rotary = config["rotary"];
     if (!rotary.isUndefined()) {
       c.rotary.enabled = true;
@@ -333,14 +335,16 @@ class MultiheadAttentionBinding {
 };
 
 // A frame of query, key, value (absent: attend the cache only), attn_mask,
-// is_causal, enable_gqa and scale (0: the default); `cache` may be null.
+// is_causal, enable_gqa, scale (0: the default) and softcap (0: off); `cache`
+// may be null.
 int ScaledDotProductAttentionBinding(uintptr_t frame_address, KVCacheBinding* cache,
                                      CallResult& result) {
   Frame frame(frame_address);
   SdpaOptions o;
   o.attn_mask = frame.Mask(Frame::kAttnMask);
   o.is_causal = frame.flag(Frame::kIsCausal);
-  o.scale = frame.scale();
+  o.scale = frame.number(Frame::kScale);
+  o.softcap = frame.number(Frame::kSoftcap);
   o.enable_gqa = frame.flag(Frame::kEnableGqa);
   o.cache = CacheFrom(cache);
   result.weights = Tensor();

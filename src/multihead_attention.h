@@ -94,6 +94,10 @@ struct MultiheadAttentionConfig {
   float dropout = 0.0f;    // ignored (eval)
   int64_t num_kv_heads = 0;  // 0: num_heads; else must divide num_heads
   RotaryConfig rotary;       // off unless rotary.enabled
+  // The attention of today's models (DESIGN.md): s = scale * q . k, then
+  // s = softcap * tanh(s / softcap) before masks and biases.
+  float scale = 0.0f;        // 0: 1 / sqrt(qk_head_dim) (Gemma: query_pre_attn_scalar ** -0.5)
+  float softcap = 0.0f;      // 0: off (Gemma 2: attn_logit_softcapping)
 };
 
 struct ForwardOptions {

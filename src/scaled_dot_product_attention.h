@@ -14,7 +14,8 @@ namespace mha {
 // q (B, H, L, E), k (B, H, S, E), v (B, H, S, Ev), or the same without H
 // (3-D). attn_mask broadcasts to (B, H, L, S): bool true = MAY attend, float is
 // added. is_causal masks j > i (top-left); it may not be combined with a mask.
-// scale: 0 means 1/sqrt(E). Rows with no attendable key are NaN.
+// scale: 0 means 1/sqrt(E). softcap as the module's (multihead_attention.h).
+// Rows with no attendable key are NaN.
 // enable_gqa: key and value may have Hkv heads, dividing the query's H; query
 // head h reads head h / (H / Hkv) (PyTorch 2.5).
 // cache (from KVCache::Create, not a module's): key and value hold only the
@@ -27,6 +28,7 @@ struct SdpaOptions {
   MaskView attn_mask;
   bool is_causal = false;
   float scale = 0.0f;
+  float softcap = 0.0f;  // > 0: scores s become softcap * tanh(s / softcap) (Gemma 2); 0: off
   bool enable_gqa = false;
   KVCache* cache = nullptr;
 };

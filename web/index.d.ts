@@ -70,6 +70,10 @@ export interface MultiheadAttentionConfig {
   numKVHeads?: number;
   /** Rotary positions (RoPE) on queries and keys, after projection and bias. */
   rotary?: RotaryConfig;
+  /** Softmax scale: s = scale * q . k. Default 1 / sqrt(qkHeadDim) (Gemma: query_pre_attn_scalar ** -0.5). */
+  scale?: number;
+  /** Soft-capping: s = softcap * tanh(s / softcap) before masks (Gemma 2's attn_logit_softcapping). */
+  softcap?: number;
 }
 
 export interface RotaryConfig {
@@ -239,6 +243,8 @@ export interface SdpaOptions {
   isCausal?: boolean;
   /** Default 1 / sqrt(E). */
   scale?: number;
+  /** s = softcap * tanh(s / softcap) after the scale, before the mask. */
+  softcap?: number;
   /** key/value may have fewer heads, dividing the query's (PyTorch 2.5). */
   enableGqa?: boolean;
   /** A cache from lib.createKVCache: key/value (B, Hkv, S_new, E) are appended, or both null. */

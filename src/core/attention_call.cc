@@ -1,9 +1,25 @@
 #include "src/core/attention_call.h"
 
+#include <cmath>
+#include <string>
+
 namespace mha {
 
+Status CheckScoreOptions(const ScoreOptions& options) {
+  if (!(std::isfinite(options.scale) && options.scale >= 0.0f)) {
+    return Status::InvalidArgument("scale: expected a positive finite number (or 0 for the "
+                                   "default), got " +
+                                   std::to_string(options.scale));
+  }
+  if (!(std::isfinite(options.softcap) && options.softcap >= 0.0f)) {
+    return Status::InvalidArgument("softcap: expected a positive finite number (or 0 for none), "
+                                   "got " + std::to_string(options.softcap));
+  }
+  return Status::Ok();
+}
+
 AttentionPlan MakePlan(const CallDims& dims, size_t num_extra, bool need_weights, bool causal,
-                       float scale) {
+                       const ScoreOptions& score) {
   AttentionPlan plan;
   plan.N = static_cast<size_t>(dims.N);
   plan.H = static_cast<size_t>(dims.H);
@@ -15,7 +31,7 @@ AttentionPlan MakePlan(const CallDims& dims, size_t num_extra, bool need_weights
   plan.v_dim = static_cast<size_t>(dims.v_dim);
   plan.num_extra = num_extra;
   plan.causal = causal;
-  plan.scale = scale;
+  plan.score = score;
   plan.kernel = ChooseAttentionKernel(plan.L, need_weights, num_extra);
   return plan;
 }
@@ -43,7 +59,7 @@ void FillHeads(const AttentionPlan& plan, const HeadSources& sources,
       head.masked_keys = sources.masked_keys != nullptr ? sources.masked_keys[n] : T;
       head.qk_dim = plan.qk_dim;
       head.v_dim = plan.v_dim;
-      head.scale = plan.scale;
+      head.scale = plan.score.scale;
       head.num_extra = plan.num_extra;
       if (plan.num_extra > 0) {
         head.extra_k = sources.extra_k + h * plan.num_extra * plan.qk_dim;
@@ -57,6 +73,7 @@ void FillHeads(const AttentionPlan& plan, const HeadSources& sources,
       if (sources.key_bias != nullptr) rule.key_bias = sources.key_bias + n * T;
       rule.causal = plan.causal;
       rule.causal_offset = plan.P;
+      rule.softcap = plan.score.softcap;
       if (sources.weights != nullptr) {
         head.weights = sources.weights + (n * plan.H + h) * plan.L * keys;
         head.weights_stride = keys;

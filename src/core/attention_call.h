@@ -15,8 +15,19 @@
 #include "src/core/kv_cache_internal.h"
 #include "src/kernels/kernels.h"
 #include "src/kv_cache.h"
+#include "src/status.h"
 
 namespace mha {
+
+// The score rule's options, the same for every head of a call
+// (kernels::ScoreRule; DESIGN.md, "The attention of today's models").
+struct ScoreOptions {
+  float scale = 1.0f;
+  float softcap = 0.0f;  // 0: off
+};
+
+// The options' checks the module's config and the functional call share.
+Status CheckScoreOptions(const ScoreOptions& options);
 
 struct AttentionPlan {
   size_t N = 1, H = 1, Hkv = 1;  // batch entries, query heads, key/value heads
@@ -24,7 +35,7 @@ struct AttentionPlan {
   size_t qk_dim = 0, v_dim = 0;
   size_t num_extra = 0;  // keys after the T masked ones (bias_k, zero attention)
   bool causal = false;
-  float scale = 1.0f;
+  ScoreOptions score;
   AttentionKernel kernel = AttentionKernel::kFlash;  // decided once, by the checks
 
   size_t T() const { return P + S; }               // keys the masks cover
@@ -39,7 +50,7 @@ struct CallDims {
 // The plan of a call of these dims; the kernel that runs it is decided here,
 // once (ChooseAttentionKernel).
 AttentionPlan MakePlan(const CallDims& dims, size_t num_extra, bool need_weights, bool causal,
-                       float scale);
+                       const ScoreOptions& score);
 
 // Head (n, h) of a tensor starts at base + n * batch + h * head; its rows
 // are `row` floats apart.

@@ -56,6 +56,10 @@ Status MultiheadAttention::Create(const MultiheadAttentionConfig& config,
   if (resolved.qk_head_dim == 0) resolved.qk_head_dim = head_dim;
   if (resolved.v_head_dim == 0) resolved.v_head_dim = head_dim;
   if (resolved.num_kv_heads == 0) resolved.num_kv_heads = c.num_heads;
+  if (resolved.scale == 0.0f) {
+    resolved.scale = 1.0f / std::sqrt(static_cast<float>(resolved.qk_head_dim));
+  }
+  MHA_RETURN_IF_ERROR(CheckScoreOptions({resolved.scale, c.softcap}));
   if (c.rotary.enabled) {
     RotaryConfig& r = resolved.rotary;
     if (r.dim == 0) r.dim = resolved.qk_head_dim;

@@ -247,7 +247,7 @@ inline void DecodePartial(const DecodeGroup& g, size_t j0, size_t j1, float* sta
       float* row = scores + r * kDecodeSubBlock;
       float* s = state + r * row_size;
       DecodeDots(qs + r * qk_pad, k, k_step, qk_pad, cols, row);
-      ApplyScoreRule(g.rule[r], 0, 1, c0, cols, 1.0f, row, 1);
+      ApplyScoreRule(g.rule[r], 0, 1, c0, cols, cols, 1.0f, row, 1);
       const float corr = DecodeSoftmax(cols, row, s + v_pad);
       DecodeValues(row, v, v_step, v_pad, cols, corr, s);
     }

@@ -205,7 +205,7 @@ inline void ScoreTile(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
           });
     }
   }
-  ApplyScoreRule(h.rule, i0, n, j0, masked_cols, unit, st, chunk);
+  ApplyScoreRule(h.rule, i0, n, j0, cols, masked_cols, unit, st, chunk);
 }
 
 // The online softmax over one tile of base-2 scores, lane-wise per query:

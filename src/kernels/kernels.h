@@ -62,6 +62,10 @@ struct ScoreRule {
   // causal_offset keys) and may not see keys after it.
   bool causal = false;
   size_t causal_offset = 0;
+  // Soft-capping (Gemma 2): each score s (scale included) becomes
+  // softcap * tanh(s / softcap) before any bias or mask; 0: off. It covers
+  // every key, the extra ones too.
+  float softcap = 0.0f;
 
   size_t Position(size_t i) const { return i + causal_offset; }
   // Query i may see keys [0, Horizon(i)) at most (SIZE_MAX: every key).

@@ -14,22 +14,47 @@
 #include <cstddef>
 #include <limits>
 
+#include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "src/kernels/kernels.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mha {
 namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
 
-// For queries i0 + q (q < n) and keys j0 + c (c < cols, all below the
-// head's masked_keys): scores[c * key_stride + q] += unit * (the masks'
-// bias), or -inf where the key is hidden from the query. `unit` is the
-// factor the scores already carry beyond the head's scale (1, or log2(e) in
-// base 2). Keys outer, queries contiguous: the flash tile's layout; a decode
-// row is n = 1.
+// x[i] = cap * tanh(x[i] / cap) for i < count.
+inline void SoftcapRun(float* HWY_RESTRICT x, size_t count, float cap) {
+  const hn::ScalableTag<float> d;
+  const hn::CappedTag<float, 1> d1;
+  const size_t lanes = hn::Lanes(d);
+  const float inv = 1.0f / cap;
+  size_t i = 0;
+  for (; i + lanes <= count; i += lanes) {
+    const auto t = hn::Tanh(d, hn::Mul(hn::LoadU(d, x + i), hn::Set(d, inv)));
+    hn::StoreU(hn::Mul(t, hn::Set(d, cap)), d, x + i);
+  }
+  for (; i < count; ++i) x[i] = cap * hn::GetLane(hn::Tanh(d1, hn::Set(d1, x[i] * inv)));
+}
+
+// For queries i0 + q (q < n) and keys j0 + c (c < cols): soft-caps
+// scores[c * key_stride + q], then, for the keys below the head's
+// masked_keys (c < masked_cols), adds unit * (the masks' bias), or -inf
+// where the key is hidden from the query. `unit` is the factor the scores
+// already carry beyond the head's scale (1, or log2(e) in base 2). Keys
+// outer, queries contiguous: the flash tile's layout; a decode row is n = 1.
 inline void ApplyScoreRule(const kernels::ScoreRule& r, size_t i0, size_t n, size_t j0,
-                           size_t cols, float unit, float* HWY_RESTRICT scores,
-                           size_t key_stride) {
+                           size_t cols, size_t masked_cols, float unit,
+                           float* HWY_RESTRICT scores, size_t key_stride) {
+  if (r.softcap != 0.0f) {
+    const float cap = r.softcap * unit;
+    if (n == 1 && key_stride == 1) {
+      SoftcapRun(scores, cols, cap);  // a decode row: its keys are contiguous
+    } else {
+      for (size_t c = 0; c < cols; ++c) SoftcapRun(scores + c * key_stride, n, cap);
+    }
+  }
+  cols = masked_cols;
   // Each part loops only where it applies: a decode row that sees every key
   // of a sub-block costs three tests, not three per key.
   if (r.key_bias != nullptr) {

@@ -37,6 +37,9 @@ function randomConfig() {
     vHeadDim: maybe([1, 2, 4, 6]),
     numKVHeads: maybe([1, 2, 3, 4, 8]),
     dropout: pick([0, 0, 0.1, 0.5, 1 - 1e-12, 1, -0.25, -1e-50, NaN]),
+    // Bad score options rarely, so that enough configs are made.
+    scale: random() < 0.9 ? maybe([0.125, 1, 0.5, 1e-50, 0]) : pick([1e39, -1, NaN]),
+    softcap: random() < 0.9 ? maybe([50, 30, 0.5, 0]) : pick([1e39, -1, Infinity]),
   };
   if (random() < 0.5) {
     config.rotary = {

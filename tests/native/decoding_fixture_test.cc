@@ -1,5 +1,6 @@
 // Every decoding fixture (tests/fixtures/decoding, from PyTorch via
-// decoding_fixtures.py) through the public API: a schedule of calls on one
+// decoding_fixtures.py, and tests/fixtures/models, the attention of today's
+// models via model_fixtures.py) through the public API: a schedule of calls on one
 // KV cache (prefill, steps, chunks, truncation, cross-attention over a filled
 // cache), each call's output and weights against the fixture, on every
 // compiled Highway target, single-threaded and on a 2-thread pool where the
@@ -41,6 +42,12 @@ int64_t Int(const mha::json::Value& v, const char* key) {
   return x != nullptr ? x->integer : 0;
 }
 
+// A number the config may omit (0 then).
+float Number(const mha::json::Value& v, const char* key) {
+  const mha::json::Value* x = v.Find(key);
+  return x != nullptr ? static_cast<float>(x->number) : 0.0f;
+}
+
 bool Bool(const mha::json::Value& v, const char* key) {
   const mha::json::Value* x = v.Find(key);
   return x != nullptr && x->boolean;
@@ -61,6 +68,8 @@ mha::Status ReadDecodeConfig(const Fixture& f, DecodeConfig* out) {
   m.batch_first = Bool(v, "batch_first");
   m.qk_head_dim = Int(v, "qk_head_dim");
   m.v_head_dim = Int(v, "v_head_dim");
+  m.scale = Number(v, "scale");
+  m.softcap = Number(v, "softcap");
   const mha::json::Value* rotary = v.Find("rotary");
   if (rotary->type == mha::json::Type::kObject) {
     m.rotary.enabled = true;
@@ -143,6 +152,8 @@ void RunSchedule(Fixture& f, const DecodeConfig& c, mha::ThreadPool* pool, int* 
       mha::SdpaOptions o;
       o.is_causal = step.is_causal;
       o.enable_gqa = c.enable_gqa;
+      o.scale = c.module.scale;
+      o.softcap = c.module.softcap;
       o.cache = cache.get();
       ASSERT_OK(mha::ScaledDotProductAttention(q, k, v, o, &output, pool));
     } else {
@@ -166,7 +177,7 @@ void RunSchedule(Fixture& f, const DecodeConfig& c, mha::ThreadPool* pool, int* 
     EXPECT_EQ(cache->length(), expected_length);
     ++call;
   }
-  EXPECT_GE(call, 3);
+  EXPECT_GE(call, c.steps.size() == 1 ? 1 : 3);  // one call: a one-shot forward
 }
 
 class DecodingFixtureTest : public hwy::TestWithParamTargetAndT<std::string> {};
@@ -206,7 +217,15 @@ INSTANTIATE_TEST_SUITE_P(AllTargets, DecodingFixtureTest,
                                             ::testing::ValuesIn(ListFixtures("decoding"))),
                          ParamName);
 
-TEST(DecodingFixtureList, HasFixtures) { EXPECT_GE(ListFixtures("decoding").size(), 20u); }
+INSTANTIATE_TEST_SUITE_P(Models, DecodingFixtureTest,
+                         ::testing::Combine(::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()),
+                                            ::testing::ValuesIn(ListFixtures("models"))),
+                         ParamName);
+
+TEST(DecodingFixtureList, HasFixtures) {
+  EXPECT_GE(ListFixtures("decoding").size(), 20u);
+  EXPECT_GE(ListFixtures("models").size(), 8u);
+}
 
 }  // namespace
 }  // namespace mha_test

@@ -11,7 +11,7 @@ import {
 } from './validate.js';
 
 const CONFIG_KEYS = ['embedDim', 'numHeads', 'bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim',
-  'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout', 'numKVHeads', 'rotary'];
+  'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout', 'numKVHeads', 'rotary', 'scale', 'softcap'];
 const MAX_DIM = 2 ** 24;
 
 function checkNumber(value, name) {
@@ -55,6 +55,8 @@ export function coreConfig(config) {
     dropout: checkNumber(config.dropout ?? 0, 'dropout'),
     num_kv_heads: checkOptionalDim(config.numKVHeads, 'numKVHeads'),
     rotary: rotaryOptions(config.rotary),
+    scale: checkNumber(config.scale ?? 0, 'scale'),
+    softcap: checkNumber(config.softcap ?? 0, 'softcap'),
   };
 }
 
@@ -68,6 +70,17 @@ export function resolvedDims(c) {
     vHeadDim: c.v_head_dim || headDim,
     numKVHeads: c.num_kv_heads || c.num_heads,
   };
+}
+
+// CheckScoreOptions' rules (src/core/attention_call.cc) on the core's
+// float32 values; `fail` prefixes the message.
+export function checkScoreRules({ scale, softcap }, fail) {
+  if (!(Number.isFinite(Math.fround(scale)) && scale >= 0)) {
+    fail(`scale: expected a positive finite number (or 0 for the default), received ${describe(scale)}`);
+  }
+  if (!(Number.isFinite(Math.fround(softcap)) && softcap >= 0)) {
+    fail(`softcap: expected a positive finite number (or 0 for none), received ${describe(softcap)}`);
+  }
 }
 
 // MultiheadAttention::Create's rules, in its order and with its messages
@@ -90,6 +103,7 @@ export function checkConfigRules(c) {
     fail(`num_kv_heads: expected a divisor of num_heads (${c.num_heads}) or 0 for num_heads, ` +
          `got ${c.num_kv_heads}`);
   }
+  checkScoreRules(c, fail);
   if (c.rotary === undefined) return;
   const { qkHeadDim } = resolvedDims(c);
   const dim = c.rotary.dim || qkHeadDim;

@@ -13,7 +13,7 @@ import { settle } from './settle.js';
 import { VERSION } from './version.js';
 import { checkShards, copyHeader } from './weights.js';
 
-const SDPA_KEYS = ['attnMask', 'isCausal', 'scale', 'enableGqa', 'cache'];
+const SDPA_KEYS = ['attnMask', 'isCausal', 'scale', 'softcap', 'enableGqa', 'cache'];
 const SDPA_CACHE_KEYS = ['numKVHeads', 'headDim', 'vHeadDim'];
 
 // The JS-visible checks of scaledDotProductAttention (also run by the proxy's
@@ -29,12 +29,20 @@ export function checkSdpa(query, key, value, options, ours) {
     throw new MHAError(`scale: expected a positive number (or undefined for ` +
                        `1/sqrt(E)), received ${describe(o.scale)}`);
   }
+  if (o.softcap !== undefined && !(typeof o.softcap === 'number' && o.softcap > 0 &&
+                                   Number.isFinite(Math.fround(o.softcap)))) {
+    throw new MHAError(`softcap: expected a positive finite number (or undefined for none), ` +
+                       `received ${describe(o.softcap)}`);
+  }
   const flags = {
     isCausal: checkBoolean(o.isCausal, 'isCausal', false),
     enableGqa: checkBoolean(o.enableGqa, 'enableGqa', false),
   };
   // The core takes 0 as "default".
-  return { attnMask, flags, scale: o.scale ?? 0, cache: checkCache(cache, ours) };
+  return {
+    attnMask, flags, numbers: { scale: o.scale ?? 0, softcap: o.softcap ?? 0 },
+    cache: checkCache(cache, ours),
+  };
 }
 
 // lib.createKVCache's options, checked as KVCache::Create would.
@@ -85,10 +93,10 @@ export class MHALibrary {
   // attnMask is true where a query MAY attend. Bad input throws; the core's
   // errors reject (as through the proxy).
   scaledDotProductAttention(query, key, value, options) {
-    const { attnMask, flags, scale, cache } = checkSdpa(query, key, value, options,
+    const { attnMask, flags, numbers, cache } = checkSdpa(query, key, value, options,
       cachesOf(this.wasm));
     return settle(() => callFrame(this.wasm, 'scaledDotProductAttention',
-      { query, key, value, attnMask }, flags, scale,
+      { query, key, value, attnMask }, flags, numbers,
       // Checked again: the copy reads each tensor's getters once more.
       (frame, result) => this.wasm.scaledDotProductAttention(frame,
         cache?.checkAlive('cache') ?? null, result)).output);

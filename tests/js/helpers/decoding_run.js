@@ -3,10 +3,19 @@
 // returns each step's results and the cache length after it.
 import { moduleConfig } from './fixture_data.js';
 
+// The score options of a fixture's config (model fixtures; absent or 0: off).
+function scoreOptions(c) {
+  const options = {};
+  if (c.scale) options.scale = c.scale;
+  if (c.softcap) options.softcap = c.softcap;
+  return options;
+}
+
 async function makeCache(lib, fixture) {
   const c = fixture.config;
   if (c.mode !== 'sdpa') {
-    const config = { ...moduleConfig(c), numKVHeads: c.num_kv_heads || undefined };
+    const config = { ...moduleConfig(c), numKVHeads: c.num_kv_heads || undefined,
+      ...scoreOptions(c) };
     if (c.rotary) config.rotary = c.rotary;
     const mha = lib.createMultiheadAttention(config);
     await mha.loadSafetensors(fixture.bytes, { prefix: 'param.' });
@@ -40,7 +49,8 @@ export async function runDecoding(lib, fixture) {
       let result;
       if (mha === null) {
         result = { output: await lib.scaledDotProductAttention(query, key, value,
-          { cache, isCausal: step.is_causal, enableGqa: c.enable_gqa }), weights: null };
+          { cache, isCausal: step.is_causal, enableGqa: c.enable_gqa, ...scoreOptions(c) }),
+        weights: null };
       } else {
         result = await mha.forward(query, key, value, {
           cache, isCausal: step.is_causal, needWeights: step.need_weights,

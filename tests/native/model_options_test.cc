@@ -1,0 +1,72 @@
+// The score options of today's models (DESIGN.md, "The attention of today's
+// models"): the errors their checks give, on the module and the functional
+// form. Their results are the model fixtures' (decoding_fixture_test.cc).
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "src/multihead_attention.h"
+#include "tests/native/reference.h"
+
+namespace mha_test {
+namespace {
+
+using mha::Status;
+
+void ExpectError(const Status& status, const std::vector<std::string>& fragments) {
+  ASSERT_FALSE(status.ok());
+  for (const std::string& f : fragments) {
+    EXPECT_NE(status.message().find(f), std::string::npos)
+        << "message '" << status.message() << "' lacks '" << f << "'";
+  }
+}
+
+mha::MultiheadAttentionConfig SmallConfig() {
+  mha::MultiheadAttentionConfig c;
+  c.embed_dim = 8;
+  c.num_heads = 2;
+  return c;
+}
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+TEST(ModelOptionErrors, ScaleAndSoftcapOnTheModule) {
+  std::unique_ptr<mha::MultiheadAttention> m;
+  for (const float scale : {-0.5f, kInf, kNaN}) {
+    mha::MultiheadAttentionConfig c = SmallConfig();
+    c.scale = scale;
+    ExpectError(mha::MultiheadAttention::Create(c, &m), {"scale: expected a positive finite"});
+  }
+  for (const float softcap : {-50.0f, kInf, kNaN}) {
+    mha::MultiheadAttentionConfig c = SmallConfig();
+    c.softcap = softcap;
+    ExpectError(mha::MultiheadAttention::Create(c, &m), {"softcap: expected a positive finite"});
+  }
+  mha::MultiheadAttentionConfig c = SmallConfig();
+  c.scale = 0.0625f;
+  c.softcap = 50.0f;
+  ASSERT_TRUE(mha::MultiheadAttention::Create(c, &m).ok());
+  EXPECT_EQ(m->config().scale, 0.0625f);
+  // 0: the default, resolved to 1 / sqrt(qk_head_dim).
+  ASSERT_TRUE(mha::MultiheadAttention::Create(SmallConfig(), &m).ok());
+  EXPECT_EQ(m->config().scale, 0.5f);
+}
+
+TEST(ModelOptionErrors, SoftcapOnTheFunctionalForm) {
+  const std::vector<float> q = RandomVector(2 * 3 * 4, 1), k = RandomVector(2 * 5 * 4, 2);
+  mha::Tensor out;
+  mha::SdpaOptions o;
+  o.softcap = -1.0f;
+  ExpectError(mha::ScaledDotProductAttention({q.data(), {2, 3, 4}}, {k.data(), {2, 5, 4}},
+                                             {k.data(), {2, 5, 4}}, o, &out),
+              {"softcap: expected a positive finite", "-1"});
+  o.softcap = 0.5f;
+  ASSERT_TRUE(mha::ScaledDotProductAttention({q.data(), {2, 3, 4}}, {k.data(), {2, 5, 4}},
+                                             {k.data(), {2, 5, 4}}, o, &out).ok());
+}
+
+}  // namespace
+}  // namespace mha_test
