@@ -27,10 +27,11 @@ class Frame {
   enum Flag : uint32_t { kNeedWeights = 1, kAverageAttnWeights = 2, kIsCausal = 4, kEnableGqa = 8 };
 
   enum Number { kScale, kSoftcap };
+  enum Integer { kWindowLeft, kWindowRight };
 
   // {slots: [JS names in Slot order], slotWords, flags: {JS name: bit}, flagsWord,
-  // numberWords: {JS name: word of a float}, outputWord, weightsWord, maxResultRank,
-  // fixedWords}.
+  // numberWords: {JS name: word of a float}, integerWords: {JS name: word of an int32},
+  // outputWord, weightsWord, maxResultRank, fixedWords}.
   static emscripten::val Layout() {
     using emscripten::val;
     val layout = val::object();
@@ -51,6 +52,10 @@ class Frame {
     numbers.set("scale", kNumbers + kScale);
     numbers.set("softcap", kNumbers + kSoftcap);
     layout.set("numberWords", numbers);
+    val integers = val::object();
+    integers.set("windowLeft", kIntegers + kWindowLeft);
+    integers.set("windowRight", kIntegers + kWindowRight);
+    layout.set("integerWords", integers);
     for (const auto& [name, words] : {std::make_pair("slotWords", kSlotWords),
                                       std::make_pair("flagsWord", kFlags),
                                       std::make_pair("outputWord", kOutput),
@@ -75,6 +80,7 @@ class Frame {
     return MaskView::Float(reinterpret_cast<const float*>(s[0]), ShapeOf(s));
   }
   bool flag(Flag f) const { return (words_[kFlags] & f) != 0; }
+  int32_t integer(Integer n) const { return static_cast<int32_t>(words_[kIntegers + n]); }
   float number(Number n) const {
     float value;
     std::memcpy(&value, &words_[kNumbers + n], sizeof(value));
@@ -90,7 +96,8 @@ class Frame {
   static constexpr int kSlotWords = 4;
   static constexpr int kFlags = 20;
   static constexpr int kNumbers = 21;
-  static constexpr int kOutput = kNumbers + kSoftcap + 1;
+  static constexpr int kIntegers = kNumbers + kSoftcap + 1;
+  static constexpr int kOutput = kIntegers + kWindowRight + 1;
   static constexpr int kMaxResultRank = 4;
   static constexpr int kWeights = kOutput + 2 + kMaxResultRank;
   static constexpr int kFixedWords = kWeights + 2 + kMaxResultRank;

@@ -233,6 +233,8 @@ class MultiheadAttentionBinding {
     c.num_kv_heads = Dim(config["num_kv_heads"]);
     c.scale = config["scale"].as<float>();
     c.softcap = config["softcap"].as<float>();
+    c.window.left = Dim(config["window"]["left"]);
+    c.window.right = Dim(config["window"]["right"]);
     const val rotary = config["rotary"];
     if (!rotary.isUndefined()) {
       c.rotary.enabled = true;
@@ -335,8 +337,8 @@ class MultiheadAttentionBinding {
 };
 
 // A frame of query, key, value (absent: attend the cache only), attn_mask,
-// is_causal, enable_gqa, scale (0: the default) and softcap (0: off); `cache`
-// may be null.
+// is_causal, enable_gqa, scale (0: the default), softcap (0: off) and the
+// window's sides (-1: no bound); `cache` may be null.
 int ScaledDotProductAttentionBinding(uintptr_t frame_address, KVCacheBinding* cache,
                                      CallResult& result) {
   Frame frame(frame_address);
@@ -345,6 +347,8 @@ int ScaledDotProductAttentionBinding(uintptr_t frame_address, KVCacheBinding* ca
   o.is_causal = frame.flag(Frame::kIsCausal);
   o.scale = frame.number(Frame::kScale);
   o.softcap = frame.number(Frame::kSoftcap);
+  o.window.left = frame.integer(Frame::kWindowLeft);
+  o.window.right = frame.integer(Frame::kWindowRight);
   o.enable_gqa = frame.flag(Frame::kEnableGqa);
   o.cache = CacheFrom(cache);
   result.weights = Tensor();

@@ -98,6 +98,9 @@ struct MultiheadAttentionConfig {
   // s = softcap * tanh(s / softcap) before masks and biases.
   float scale = 0.0f;        // 0: 1 / sqrt(qk_head_dim) (Gemma: query_pre_attn_scalar ** -0.5)
   float softcap = 0.0f;      // 0: off (Gemma 2: attn_logit_softcapping)
+  // A sliding window over positions (query i at P + i, key j at j), with the
+  // masks; not with add_bias_kv or add_zero_attn (their keys have no position).
+  WindowConfig window;
 };
 
 struct ForwardOptions {

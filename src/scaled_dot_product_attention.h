@@ -3,12 +3,24 @@
 #ifndef MHA_SRC_SCALED_DOT_PRODUCT_ATTENTION_H_
 #define MHA_SRC_SCALED_DOT_PRODUCT_ATTENTION_H_
 
+#include <cstdint>
+
 #include "src/kv_cache.h"
 #include "src/status.h"
 #include "src/tensor.h"
 #include "src/thread_pool.h"
 
 namespace mha {
+
+// A sliding window (DESIGN.md, "The attention of today's models"): the query
+// at position p sees keys p - left <= j <= p + right; -1: no bound on that
+// side. Hugging Face's sliding_window W is {W - 1, -1} with is_causal;
+// FlashAttention's window_size (ModernBERT: 64, 64) is {left, right}.
+struct WindowConfig {
+  int64_t left = -1;
+  int64_t right = -1;
+  bool enabled() const { return left >= 0 || right >= 0; }
+};
 
 // torch.nn.functional.scaled_dot_product_attention (PyTorch 2.x conventions):
 // q (B, H, L, E), k (B, H, S, E), v (B, H, S, Ev), or the same without H
@@ -29,6 +41,7 @@ struct SdpaOptions {
   bool is_causal = false;
   float scale = 0.0f;
   float softcap = 0.0f;  // > 0: scores s become softcap * tanh(s / softcap) (Gemma 2); 0: off
+  WindowConfig window;   // masks: query i at P + i, key j at j
   bool enable_gqa = false;
   KVCache* cache = nullptr;
 };

@@ -74,7 +74,16 @@ export interface MultiheadAttentionConfig {
   scale?: number;
   /** Soft-capping: s = softcap * tanh(s / softcap) before masks (Gemma 2's attn_logit_softcapping). */
   softcap?: number;
+  /**
+   * Sliding window over positions (query i at cache.length + i, key j at j): a number W sees the
+   * query's key and the W - 1 before it (Hugging Face's sliding_window, with isCausal);
+   * [left, right] sees i - left <= j <= i + right (FlashAttention's window_size). Not with
+   * addBiasKV / addZeroAttn.
+   */
+  window?: Window;
 }
+
+export type Window = number | [number, number];
 
 export interface RotaryConfig {
   /** Features rotated per head: even, <= qkHeadDim. Default qkHeadDim. */
@@ -245,6 +254,8 @@ export interface SdpaOptions {
   scale?: number;
   /** s = softcap * tanh(s / softcap) after the scale, before the mask. */
   softcap?: number;
+  /** As the module's window; query i at cache.length + i. */
+  window?: Window;
   /** key/value may have fewer heads, dividing the query's (PyTorch 2.5). */
   enableGqa?: boolean;
   /** A cache from lib.createKVCache: key/value (B, Hkv, S_new, E) are appended, or both null. */

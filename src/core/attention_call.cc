@@ -15,6 +15,12 @@ Status CheckScoreOptions(const ScoreOptions& options) {
     return Status::InvalidArgument("softcap: expected a positive finite number (or 0 for none), "
                                    "got " + std::to_string(options.softcap));
   }
+  const WindowConfig& w = options.window;
+  if (w.left < -1 || w.right < -1) {
+    return Status::InvalidArgument("window: expected left and right >= 0 (or -1 for no bound), "
+                                   "got [" + std::to_string(w.left) + ", " +
+                                   std::to_string(w.right) + "]");
+  }
   return Status::Ok();
 }
 
@@ -74,6 +80,9 @@ void FillHeads(const AttentionPlan& plan, const HeadSources& sources,
       rule.causal = plan.causal;
       rule.causal_offset = plan.P;
       rule.softcap = plan.score.softcap;
+      const WindowConfig& w = plan.score.window;
+      rule.window_left = w.left >= 0 ? static_cast<size_t>(w.left) : kernels::kNoWindow;
+      rule.window_right = w.right >= 0 ? static_cast<size_t>(w.right) : kernels::kNoWindow;
       if (sources.weights != nullptr) {
         head.weights = sources.weights + (n * plan.H + h) * plan.L * keys;
         head.weights_stride = keys;

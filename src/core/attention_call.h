@@ -15,6 +15,7 @@
 #include "src/core/kv_cache_internal.h"
 #include "src/kernels/kernels.h"
 #include "src/kv_cache.h"
+#include "src/scaled_dot_product_attention.h"
 #include "src/status.h"
 
 namespace mha {
@@ -24,6 +25,7 @@ namespace mha {
 struct ScoreOptions {
   float scale = 1.0f;
   float softcap = 0.0f;  // 0: off
+  WindowConfig window;
 };
 
 // The options' checks the module's config and the functional call share.

@@ -59,7 +59,11 @@ Status MultiheadAttention::Create(const MultiheadAttentionConfig& config,
   if (resolved.scale == 0.0f) {
     resolved.scale = 1.0f / std::sqrt(static_cast<float>(resolved.qk_head_dim));
   }
-  MHA_RETURN_IF_ERROR(CheckScoreOptions({resolved.scale, c.softcap}));
+  MHA_RETURN_IF_ERROR(CheckScoreOptions({resolved.scale, c.softcap, c.window}));
+  if (c.window.enabled() && (c.add_bias_kv || c.add_zero_attn)) {
+    return Status::InvalidArgument("window: cannot be combined with add_bias_kv or add_zero_attn "
+                                   "(their keys have no position)");
+  }
   if (c.rotary.enabled) {
     RotaryConfig& r = resolved.rotary;
     if (r.dim == 0) r.dim = resolved.qk_head_dim;

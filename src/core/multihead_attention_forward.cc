@@ -153,7 +153,8 @@ ForwardPlan Plan(const MultiheadAttentionConfig& c, const Dims& dims, const Forw
   const size_t num_extra = (c.add_bias_kv ? 1 : 0) + (c.add_zero_attn ? 1 : 0);
   plan.attention = MakePlan({dims.N, c.num_heads, c.num_kv_heads, dims.L, dims.S, dims.P,
                              c.qk_head_dim, c.v_head_dim},
-                            num_extra, o.need_weights, o.is_causal, {c.scale, c.softcap});
+                            num_extra, o.need_weights, o.is_causal,
+                            {c.scale, c.softcap, c.window});
   return plan;
 }
 

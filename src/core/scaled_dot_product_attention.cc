@@ -137,7 +137,7 @@ Status CheckSdpa(const TensorView& query, const TensorView& key, const TensorVie
                                    ShapeString(key.shape) +
                                    (options.cache != nullptr ? " and an empty cache" : ""));
   }
-  MHA_RETURN_IF_ERROR(CheckScoreOptions({options.scale, options.softcap}));
+  MHA_RETURN_IF_ERROR(CheckScoreOptions({options.scale, options.softcap, options.window}));
   if (options.is_causal && options.attn_mask.present()) {
     return Status::InvalidArgument("attn_mask: must not be given together with is_causal");
   }
@@ -171,7 +171,7 @@ AttentionPlan Plan(const SdpaDims& d, const SdpaOptions& options) {
   const float scale =
       options.scale != 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(d.E));
   return MakePlan({d.B, d.H, d.Hkv, d.L, d.S, d.P, d.E, d.Ev}, 0, false, options.is_causal,
-                  {scale, options.softcap});
+                  {scale, options.softcap, options.window});
 }
 
 // The stages on checked inputs (attention_call.h). Throws std::bad_alloc,

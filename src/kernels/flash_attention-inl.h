@@ -6,8 +6,8 @@
 // over keys becomes lane-wise max, exp and sum down the rows, with no
 // horizontal reductions. Without weights, an online softmax keeps a running
 // max and sum per query, so the L x S score matrix never exists (flash
-// attention); tiles that causal or key-padding masks remove entirely are
-// skipped. With weights, the scores go to the caller's weights rows, are
+// attention); tiles that causal, window or key-padding masks remove entirely
+// are skipped. With weights, the scores go to the caller's weights rows, are
 // softmax-normalised there and then multiply V. Keys and values stored as
 // float16 (a float16 KV cache) are converted one tile at a time, into
 // per-thread scratch: never the whole cache at once.
@@ -262,9 +262,10 @@ inline void AccumulateTile(const AttentionHead& h, size_t i0, size_t n, size_t j
   }
   for (size_t q0 = 0; q0 < n; q0 += kTileRows) {
     const size_t rows = HWY_MIN(kTileRows, n - q0);
-    // Causal: keys after the block's last query weigh 0 for all its rows.
+    // Causal or a window's right side: keys after the block's last query's
+    // horizon weigh 0 for all its rows.
     size_t keys = cols;
-    if (h.rule.causal && j0 + cols <= h.masked_keys) {
+    if (j0 + cols <= h.masked_keys) {
       const size_t end = h.rule.Horizon(i0 + q0 + kTileRows - 1);
       keys = HWY_MIN(cols, end > j0 ? end - j0 : 0);
     }
@@ -317,7 +318,9 @@ inline void FlashChunk(const AttentionHead& h, size_t i0, size_t n, const ChunkS
   std::fill(s.row_sum, s.row_sum + chunk, 0.0f);
   std::fill(s.acc, s.acc + n * PaddedVDim(h.v_dim), 0.0f);
   const size_t num_keys = h.num_keys();
-  for (size_t j0 = 0; j0 < num_keys; j0 += kKeyTile) {
+  // A window: tiles before the first query's start are never read, so a
+  // window of W costs O(W) per query, whatever the keys.
+  for (size_t j0 = h.rule.Start(i0) / kKeyTile * kKeyTile; j0 < num_keys; j0 += kKeyTile) {
     const size_t cols = UnpaddedCols(h, j0, HWY_MIN(kKeyTile, num_keys - j0));
     // Causal: every query of the chunk is before this tile's first key (a
     // later tile may still hold the never-masked extra keys).

@@ -69,12 +69,22 @@ inline void ApplyScoreRule(const kernels::ScoreRule& r, size_t i0, size_t n, siz
       for (size_t q = 0; q < n; ++q) scores[c * key_stride + q] += mask[q * r.mask_stride] * unit;
     }
   }
-  // Causal: key j is hidden from the queries whose horizon does not pass it,
-  // the first j + 1 - Horizon(i0) of them.
+  // Causal and a window's right side: key j is hidden from the queries whose
+  // horizon does not pass it, the first j + 1 - Horizon(i0) of them.
   const size_t horizon = r.Horizon(i0);
   for (size_t c = horizon > j0 ? horizon - j0 : 0; c < cols; ++c) {
     float* HWY_RESTRICT row = scores + c * key_stride;
     std::fill(row, row + HWY_MIN(n, j0 + c + 1 - horizon), -std::numeric_limits<float>::infinity());
+  }
+  // A window's left side: key j is hidden from the queries whose window
+  // starts after it, from query j + window_left + 1 - Position(i0) on: fewer
+  // for each later key, none from Start(i0 + n - 1) on.
+  const size_t end = HWY_MIN(cols, r.Start(i0 + n - 1) > j0 ? r.Start(i0 + n - 1) - j0 : 0);
+  for (size_t c = 0; c < end; ++c) {
+    const size_t lead = j0 + c + r.window_left + 1, position = r.Position(i0);
+    const size_t first = lead > position ? lead - position : 0;
+    float* HWY_RESTRICT row = scores + c * key_stride;
+    std::fill(row + first, row + n, -std::numeric_limits<float>::infinity());
   }
 }
 

@@ -40,6 +40,8 @@ function randomConfig() {
     // Bad score options rarely, so that enough configs are made.
     scale: random() < 0.9 ? maybe([0.125, 1, 0.5, 1e-50, 0]) : pick([1e39, -1, NaN]),
     softcap: random() < 0.9 ? maybe([50, 30, 0.5, 0]) : pick([1e39, -1, Infinity]),
+    // Refused with addBiasKV / addZeroAttn.
+    window: random() < 0.8 ? undefined : pick([1, 4, [2, 1], [0, 0]]),
   };
   if (random() < 0.5) {
     config.rotary = {

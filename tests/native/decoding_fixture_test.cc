@@ -70,6 +70,13 @@ mha::Status ReadDecodeConfig(const Fixture& f, DecodeConfig* out) {
   m.v_head_dim = Int(v, "v_head_dim");
   m.scale = Number(v, "scale");
   m.softcap = Number(v, "softcap");
+  // window: null, W (left W - 1) or [left, right].
+  const mha::json::Value* window = v.Find("window");
+  if (window != nullptr && window->type == mha::json::Type::kArray) {
+    m.window = {window->array[0].integer, window->array[1].integer};
+  } else if (window != nullptr && window->type == mha::json::Type::kNumber) {
+    m.window.left = window->integer - 1;
+  }
   const mha::json::Value* rotary = v.Find("rotary");
   if (rotary->type == mha::json::Type::kObject) {
     m.rotary.enabled = true;
@@ -154,6 +161,7 @@ void RunSchedule(Fixture& f, const DecodeConfig& c, mha::ThreadPool* pool, int* 
       o.enable_gqa = c.enable_gqa;
       o.scale = c.module.scale;
       o.softcap = c.module.softcap;
+      o.window = c.module.window;
       o.cache = cache.get();
       ASSERT_OK(mha::ScaledDotProductAttention(q, k, v, o, &output, pool));
     } else {

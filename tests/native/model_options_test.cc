@@ -55,6 +55,22 @@ TEST(ModelOptionErrors, ScaleAndSoftcapOnTheModule) {
   EXPECT_EQ(m->config().scale, 0.5f);
 }
 
+TEST(ModelOptionErrors, WindowOnTheModule) {
+  std::unique_ptr<mha::MultiheadAttention> m;
+  mha::MultiheadAttentionConfig c = SmallConfig();
+  c.window = {-2, 3};
+  ExpectError(mha::MultiheadAttention::Create(c, &m), {"window: expected left and right", "-2"});
+  // Both sides named: the window and the keys without a position.
+  c.window = {3, -1};
+  c.add_bias_kv = true;
+  ExpectError(mha::MultiheadAttention::Create(c, &m), {"window", "add_bias_kv", "add_zero_attn"});
+  c.add_bias_kv = false;
+  c.add_zero_attn = true;
+  ExpectError(mha::MultiheadAttention::Create(c, &m), {"window", "add_zero_attn"});
+  c.add_zero_attn = false;
+  ASSERT_TRUE(mha::MultiheadAttention::Create(c, &m).ok());
+}
+
 TEST(ModelOptionErrors, SoftcapOnTheFunctionalForm) {
   const std::vector<float> q = RandomVector(2 * 3 * 4, 1), k = RandomVector(2 * 5 * 4, 2);
   mha::Tensor out;
@@ -64,6 +80,11 @@ TEST(ModelOptionErrors, SoftcapOnTheFunctionalForm) {
                                              {k.data(), {2, 5, 4}}, o, &out),
               {"softcap: expected a positive finite", "-1"});
   o.softcap = 0.5f;
+  o.window = {1, -3};
+  ExpectError(mha::ScaledDotProductAttention({q.data(), {2, 3, 4}}, {k.data(), {2, 5, 4}},
+                                             {k.data(), {2, 5, 4}}, o, &out),
+              {"window: expected left and right", "-3"});
+  o.window = {1, 0};
   ASSERT_TRUE(mha::ScaledDotProductAttention({q.data(), {2, 3, 4}}, {k.data(), {2, 5, 4}},
                                              {k.data(), {2, 5, 4}}, o, &out).ok());
 }

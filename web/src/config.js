@@ -11,7 +11,8 @@ import {
 } from './validate.js';
 
 const CONFIG_KEYS = ['embedDim', 'numHeads', 'bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim',
-  'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout', 'numKVHeads', 'rotary', 'scale', 'softcap'];
+  'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout', 'numKVHeads', 'rotary', 'scale', 'softcap',
+  'window'];
 const MAX_DIM = 2 ** 24;
 
 function checkNumber(value, name) {
@@ -19,6 +20,21 @@ function checkNumber(value, name) {
     throw new MHAError(`${name}: expected a number, received ${describe(value)}`);
   }
   return value;
+}
+
+const isWindowSide = (x) => Number.isSafeInteger(x) && x >= 0 && x < 2 ** 31;
+
+// window: undefined, a number W (Hugging Face's sliding_window: the query's
+// key and the W - 1 before it) or [left, right] (FlashAttention's
+// window_size), as the core's {left, right} (-1: no bound on that side).
+export function windowOption(window) {
+  if (window === undefined) return { left: -1, right: -1 };
+  if (isWindowSide(window) && window > 0) return { left: window - 1, right: -1 };
+  if (Array.isArray(window) && window.length === 2 && window.every(isWindowSide)) {
+    return { left: window[0], right: window[1] };
+  }
+  throw new MHAError('window: expected a positive integer W or [left, right] of non-negative ' +
+                     `integers (below 2^31), received ${describe(window)}`);
 }
 
 // rotary: undefined, or {dim, base, interleaved}.
@@ -57,6 +73,7 @@ export function coreConfig(config) {
     rotary: rotaryOptions(config.rotary),
     scale: checkNumber(config.scale ?? 0, 'scale'),
     softcap: checkNumber(config.softcap ?? 0, 'softcap'),
+    window: windowOption(config.window),
   };
 }
 
@@ -104,6 +121,10 @@ export function checkConfigRules(c) {
          `got ${c.num_kv_heads}`);
   }
   checkScoreRules(c, fail);
+  if ((c.window.left >= 0 || c.window.right >= 0) && (c.add_bias_kv || c.add_zero_attn)) {
+    fail('window: cannot be combined with add_bias_kv or add_zero_attn (their keys have no ' +
+         'position)');
+  }
   if (c.rotary === undefined) return;
   const { qkHeadDim } = resolvedDims(c);
   const dim = c.rotary.dim || qkHeadDim;

@@ -1,5 +1,6 @@
 // What loadMHA() resolves to: one instantiated WASM build and its thread pool.
 import { callFrame } from './call_frame.js';
+import { windowOption } from './config.js';
 import { callCore } from './core_call.js';
 import { memoryBuffer } from './heap.js';
 import { KVCache, cachesOf, checkCache, checkCacheOptions, checkCacheSize } from './kv_cache.js';
@@ -13,7 +14,7 @@ import { settle } from './settle.js';
 import { VERSION } from './version.js';
 import { checkShards, copyHeader } from './weights.js';
 
-const SDPA_KEYS = ['attnMask', 'isCausal', 'scale', 'softcap', 'enableGqa', 'cache'];
+const SDPA_KEYS = ['attnMask', 'isCausal', 'scale', 'softcap', 'window', 'enableGqa', 'cache'];
 const SDPA_CACHE_KEYS = ['numKVHeads', 'headDim', 'vHeadDim'];
 
 // The JS-visible checks of scaledDotProductAttention (also run by the proxy's
@@ -39,9 +40,11 @@ export function checkSdpa(query, key, value, options, ours) {
     enableGqa: checkBoolean(o.enableGqa, 'enableGqa', false),
   };
   // The core takes 0 as "default".
+  const window = windowOption(o.window);
   return {
-    attnMask, flags, numbers: { scale: o.scale ?? 0, softcap: o.softcap ?? 0 },
-    cache: checkCache(cache, ours),
+    attnMask, flags, cache: checkCache(cache, ours),
+    numbers: { scale: o.scale ?? 0, softcap: o.softcap ?? 0, windowLeft: window.left,
+      windowRight: window.right },
   };
 }
 

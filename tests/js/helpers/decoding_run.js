@@ -8,6 +8,7 @@ function scoreOptions(c) {
   const options = {};
   if (c.scale) options.scale = c.scale;
   if (c.softcap) options.softcap = c.softcap;
+  if (c.window != null) options.window = c.window;
   return options;
 }
 
