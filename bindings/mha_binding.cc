@@ -183,6 +183,7 @@ int ListAttentionModulesBinding(const val& shards, CallResult& result) {
     }
     entry.set("bias", info.bias);
     entry.set("biasKV", info.bias_kv);
+    entry.set("sinks", info.sinks);
     result.value.call<void>("push", entry);
   }
   return result.Record(status);
@@ -235,6 +236,7 @@ class MultiheadAttentionBinding {
     c.softcap = config["softcap"].as<float>();
     c.window.left = Dim(config["window"]["left"]);
     c.window.right = Dim(config["window"]["right"]);
+    c.sinks = config["sinks"].as<bool>();
     const val rotary = config["rotary"];
     if (!rotary.isUndefined()) {
       c.rotary.enabled = true;
@@ -337,8 +339,8 @@ class MultiheadAttentionBinding {
 };
 
 // A frame of query, key, value (absent: attend the cache only), attn_mask,
-// is_causal, enable_gqa, scale (0: the default), softcap (0: off) and the
-// window's sides (-1: no bound); `cache` may be null.
+// is_causal, enable_gqa, scale (0: the default), softcap (0: off), the
+// window's sides (-1: no bound) and sinks (absent: none); `cache` may be null.
 int ScaledDotProductAttentionBinding(uintptr_t frame_address, KVCacheBinding* cache,
                                      CallResult& result) {
   Frame frame(frame_address);
@@ -349,6 +351,7 @@ int ScaledDotProductAttentionBinding(uintptr_t frame_address, KVCacheBinding* ca
   o.softcap = frame.number(Frame::kSoftcap);
   o.window.left = frame.integer(Frame::kWindowLeft);
   o.window.right = frame.integer(Frame::kWindowRight);
+  o.sinks = frame.Tensor(Frame::kSinks);
   o.enable_gqa = frame.flag(Frame::kEnableGqa);
   o.cache = CacheFrom(cache);
   result.weights = Tensor();

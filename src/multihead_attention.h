@@ -101,6 +101,9 @@ struct MultiheadAttentionConfig {
   // A sliding window over positions (query i at P + i, key j at j), with the
   // masks; not with add_bias_kv or add_zero_attn (their keys have no position).
   WindowConfig window;
+  // A learned logit per query head in the softmax's denominator (gpt-oss): the
+  // parameter "sinks" (num_heads); the returned weights sum to less than 1.
+  bool sinks = false;
 };
 
 struct ForwardOptions {

@@ -42,6 +42,9 @@ struct SdpaOptions {
   float scale = 0.0f;
   float softcap = 0.0f;  // > 0: scores s become softcap * tanh(s / softcap) (Gemma 2); 0: off
   WindowConfig window;   // masks: query i at P + i, key j at j
+  // A logit per query head in the softmax's denominator (gpt-oss), shape (H);
+  // data null: none.
+  TensorView sinks;
   bool enable_gqa = false;
   KVCache* cache = nullptr;
 };

@@ -81,6 +81,11 @@ export interface MultiheadAttentionConfig {
    * addBiasKV / addZeroAttn.
    */
   window?: Window;
+  /**
+   * A learned logit per query head in the softmax's denominator (gpt-oss): the parameter `sinks`
+   * (numHeads) is then loaded with the rest; weights sum to less than 1.
+   */
+  sinks?: boolean;
 }
 
 export type Window = number | [number, number];
@@ -193,6 +198,8 @@ export interface AttentionModuleInfo {
   bias: boolean;
   /** Whether it holds bias_k and bias_v (addBiasKV). */
   biasKV: boolean;
+  /** The checkpoint holds `sinks` under the prefix (create the module with sinks: true). */
+  sinks: boolean;
 }
 
 /** One .safetensors file's bytes, or the shards of one checkpoint. */
@@ -256,6 +263,8 @@ export interface SdpaOptions {
   softcap?: number;
   /** As the module's window; query i at cache.length + i. */
   window?: Window;
+  /** One logit per query head (length H) in the softmax's denominator. */
+  sinks?: Float32Array;
   /** key/value may have fewer heads, dividing the query's (PyTorch 2.5). */
   enableGqa?: boolean;
   /** A cache from lib.createKVCache: key/value (B, Hkv, S_new, E) are appended, or both null. */

@@ -73,6 +73,7 @@ struct HeadSources {
   const float* extra_k = nullptr;     // query head h: num_extra rows at h * num_extra * qk_dim
   const float* extra_v = nullptr;
   const size_t* masked_keys = nullptr;  // per batch entry (key padding trimmed), else T
+  const float* sinks = nullptr;         // one logit per query head, or null
   float* weights = nullptr;  // (n, h): L rows of Keys() at (n * H + h) * L * Keys(), or null
 };
 

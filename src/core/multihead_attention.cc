@@ -110,6 +110,7 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionConfig& config)
     m.bias_k.assign(m.kk, 0.0f);
     m.bias_v.assign(m.kv, 0.0f);
   }
+  if (c.sinks) m.sinks.assign(c.num_heads, 0.0f);
   m.out_weight.assign(c.embed_dim * m.vv, 0.0f);
   const float* b = c.bias ? m.in_bias.data() : nullptr;
   m.q_proj.Reset(m.in_weight.data(), b, m.qk, c.embed_dim);
@@ -159,6 +160,7 @@ std::vector<ParameterSpec> MultiheadAttention::Parameters() const {
   }
   specs.push_back({"out_proj.weight", {c.embed_dim, m.vv}});
   if (c.bias) specs.push_back({"out_proj.bias", {c.embed_dim}});
+  if (c.sinks) specs.push_back({"sinks", {c.num_heads}});
   return specs;
 }
 
@@ -228,6 +230,7 @@ Status MultiheadAttention::LoadParameter(const std::string& name, const float* d
   if (name == "bias_v") dst = m.bias_v.data();
   if (name == "out_proj.weight") dst = m.out_weight.data();
   if (name == "out_proj.bias") dst = m.out_bias.data();
+  if (name == "sinks") dst = m.sinks.data();
   std::memcpy(dst, data, static_cast<size_t>(NumElements(shape)) * sizeof(float));
   m.loaded.insert(name);
   for (PackedLinear* p : {&m.q_proj, &m.k_proj, &m.v_proj, &m.qkv_proj, &m.out_proj}) {

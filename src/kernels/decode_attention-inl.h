@@ -272,6 +272,7 @@ inline void DecodeMerge(const DecodeGroup& g, const float* states, size_t count,
       sum += s[v_pad + 1] * w;
       for (size_t e = 0; e < dv; ++e) out[e] += s[e] * w;
     }
+    if (sum > 0.0f) sum += std::exp(g.rule[r].sink - max);
     const float inv = sum > 0.0f ? 1.0f / sum : std::numeric_limits<float>::quiet_NaN();
     for (size_t e = 0; e < dv; ++e) out[e] *= inv;
   }

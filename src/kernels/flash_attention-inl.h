@@ -20,6 +20,7 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <limits>
@@ -297,11 +298,15 @@ inline size_t UnpaddedCols(const AttentionHead& h, size_t j0, size_t cols) {
   return cols;
 }
 
-// out[i0 + q] = acc_q / sum[q]; NaN for a query that attended to nothing.
-inline void WriteOutputRows(const AttentionHead& h, size_t i0, size_t n, const ChunkScratch& s) {
+// out[i0 + q] = acc_q / (sum[q] + 2^(sink - max[q])); NaN for a query that
+// attended to nothing. `sink` in the units of max (-inf: none, or already in
+// the sums).
+inline void WriteOutputRows(const AttentionHead& h, size_t i0, size_t n, const ChunkScratch& s,
+                            float sink) {
   const size_t v_pad = PaddedVDim(h.v_dim);
   for (size_t q = 0; q < n; ++q) {
-    const float sum = s.row_sum[q];
+    float sum = s.row_sum[q];
+    if (sink != kNegInf && sum > 0.0f) sum += std::exp2(sink - s.row_max[q]);
     const float inv = sum > 0.0f ? 1.0f / sum : std::numeric_limits<float>::quiet_NaN();
     const float* acc = s.acc + q * v_pad;
     float* out = h.out + (i0 + q) * h.out_stride;
@@ -331,7 +336,7 @@ inline void FlashChunk(const AttentionHead& h, size_t i0, size_t n, const ChunkS
     OnlineSoftmaxTile(cols, n_pad, s);
     AccumulateTile(h, i0, n, j0, cols, s);
   }
-  WriteOutputRows(h, i0, n, s);
+  WriteOutputRows(h, i0, n, s, h.rule.sink * kLog2e);
 }
 
 // Materialised attention for queries [i0, i0 + n): weights rows first.
@@ -349,7 +354,9 @@ inline void WeightsChunk(const AttentionHead& h, size_t i0, size_t n, const Chun
       for (size_t c = 0; c < cols; ++c) row[c] = s.st[c * chunk + q];
     }
   }
-  for (size_t q = 0; q < n; ++q) SoftmaxRow(weights + q * h.weights_stride, num_keys);
+  for (size_t q = 0; q < n; ++q) {
+    SoftmaxRow(weights + q * h.weights_stride, num_keys, h.rule.sink);
+  }
   std::fill(s.corr, s.corr + chunk, 1.0f);
   std::fill(s.row_sum, s.row_sum + chunk, 1.0f);
   std::fill(s.acc, s.acc + n * PaddedVDim(h.v_dim), 0.0f);
@@ -362,7 +369,7 @@ inline void WeightsChunk(const AttentionHead& h, size_t i0, size_t n, const Chun
     }
     AccumulateTile(h, i0, n, j0, cols, s);
   }
-  WriteOutputRows(h, i0, n, s);
+  WriteOutputRows(h, i0, n, s, kNegInf);
 }
 
 inline void Attention(const AttentionHead& h, size_t q_begin, size_t q_end, float* scratch) {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 namespace mha {
 namespace kernels {
@@ -72,6 +73,10 @@ struct ScoreRule {
   // Sliding window: query i sees keys Position(i) - window_left <= j <=
   // Position(i) + window_right (kNoWindow: no bound on that side).
   size_t window_left = kNoWindow, window_right = kNoWindow;
+  // A sink (gpt-oss): the logit e^sink joins the softmax's denominator, so
+  // the weights sum to less than 1; -inf: none. A row with no key to attend
+  // stays NaN.
+  float sink = -std::numeric_limits<float>::infinity();
 
   size_t Position(size_t i) const { return i + causal_offset; }
   // Query i may see keys [Start(i), Horizon(i)) at most (Horizon SIZE_MAX:

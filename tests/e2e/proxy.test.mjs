@@ -94,7 +94,8 @@ test('a checkpoint in two shards: listAttentionModules and loadSafetensors({ pre
 const DECODING = ['float16_gqa_rotary_weights.safetensors', 'cross_filled_once.safetensors',
   'self_truncate_continue.safetensors', 'sdpa_cache_gqa.safetensors',
   // today's models: the score options cross to the worker
-  'gemma2_global_decoding.safetensors', 'sdpa_softcap_scale.safetensors'];
+  'gemma2_global_decoding.safetensors', 'sdpa_softcap_scale.safetensors',
+  'gpt_oss_window_sinks_decoding.safetensors', 'sdpa_sinks_window.safetensors'];
 for (const fixture of decodingFixtures().filter((f) => DECODING.includes(f.name))) {
   test(`decoding through the proxy: ${fixture.name}`, async () => {
     const results = await page.evaluate((path) => window.proxyTest.decode(path), fixture.path);

@@ -131,6 +131,27 @@ const BAD_INPUTS = [
     ({ lib }) => lib.scaledDotProductAttention(zeros([2, 7, 8]), zeros([2, 5, 8]), zeros([2, 5, 8]),
       { window: [-1, 2] }),
     [/window: expected a positive integer W or \[left, right\]/]],
+  ['module sinks not a boolean',
+    ({ lib }) => lib.createMultiheadAttention({ embedDim: 16, numHeads: 2, sinks: 1 }),
+    [/sinks: expected true or false, received number 1/]],
+  ['loading sinks the module was not created with', async ({ lib }) => {
+    const other = lib.createMultiheadAttention({ embedDim: 4, numHeads: 2, bias: false });
+    const w = { data: new Float32Array(16), shape: [4, 4] };
+    try {
+      await other.loadStateDict({ 'q.weight': w, 'k.weight': w, 'v.weight': w, 'out_proj.weight': w,
+        sinks: { data: new Float32Array(2), shape: [2] } });
+    } finally {
+      other.dispose();
+    }
+  }, [/sinks: in the checkpoint, but the module was created without sinks/]],
+  ['sdpa sinks not a Float32Array',
+    ({ lib }) => lib.scaledDotProductAttention(zeros([2, 7, 8]), zeros([2, 5, 8]), zeros([2, 5, 8]),
+      { sinks: [0.5] }),
+    [/sinks: expected a Float32Array of one logit per query head, received an Array of length 1/]],
+  ['sdpa sinks of another length',
+    ({ lib }) => lib.scaledDotProductAttention(zeros([2, 7, 8]), zeros([2, 5, 8]), zeros([2, 5, 8]),
+      { sinks: new Float32Array(3) }),
+    [/sinks: expected shape \(1,\) \(one per query head\), got \(3,\)/]],
   ['sdpa softcap infinite',
     ({ lib }) => lib.scaledDotProductAttention(zeros([2, 7, 8]), zeros([2, 5, 8]), zeros([2, 5, 8]),
       { softcap: Infinity }),

@@ -42,6 +42,7 @@ function randomConfig() {
     softcap: random() < 0.9 ? maybe([50, 30, 0.5, 0]) : pick([1e39, -1, Infinity]),
     // Refused with addBiasKV / addZeroAttn.
     window: random() < 0.8 ? undefined : pick([1, 4, [2, 1], [0, 0]]),
+    sinks: maybe([true, false]),   // a parameter: the lists must agree
   };
   if (random() < 0.5) {
     config.rotary = {

@@ -70,6 +70,7 @@ mha::Status ReadDecodeConfig(const Fixture& f, DecodeConfig* out) {
   m.v_head_dim = Int(v, "v_head_dim");
   m.scale = Number(v, "scale");
   m.softcap = Number(v, "softcap");
+  m.sinks = Bool(v, "sinks");
   // window: null, W (left W - 1) or [left, right].
   const mha::json::Value* window = v.Find("window");
   if (window != nullptr && window->type == mha::json::Type::kArray) {
@@ -162,6 +163,7 @@ void RunSchedule(Fixture& f, const DecodeConfig& c, mha::ThreadPool* pool, int* 
       o.scale = c.module.scale;
       o.softcap = c.module.softcap;
       o.window = c.module.window;
+      if (c.module.sinks) ASSERT_OK(f.View("param.sinks", &o.sinks));
       o.cache = cache.get();
       ASSERT_OK(mha::ScaledDotProductAttention(q, k, v, o, &output, pool));
     } else {

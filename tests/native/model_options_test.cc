@@ -2,11 +2,13 @@
 // models"): the errors their checks give, on the module and the functional
 // form. Their results are the model fixtures' (decoding_fixture_test.cc).
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "src/io/weight_layouts.h"
 #include "src/multihead_attention.h"
 #include "tests/native/reference.h"
 
@@ -71,6 +73,49 @@ TEST(ModelOptionErrors, WindowOnTheModule) {
   ASSERT_TRUE(mha::MultiheadAttention::Create(c, &m).ok());
 }
 
+// A Llama-style checkpoint (qkv-linear) of a module E = 8, 2 heads, without
+// biases, with or without gpt-oss's "sinks".
+struct SinksCheckpoint {
+  std::vector<float> w = RandomVector(8 * 8, 5), s = RandomVector(2, 6);
+  std::map<std::string, mha::TensorView> Dict(bool sinks) const {
+    std::map<std::string, mha::TensorView> d;
+    for (const char* p : {"q_proj", "k_proj", "v_proj", "o_proj"}) {
+      d[std::string("attn.") + p + ".weight"] = {w.data(), {8, 8}};
+    }
+    if (sinks) d["attn.sinks"] = {s.data(), {2}};
+    return d;
+  }
+};
+
+TEST(ModelOptionErrors, SinksPresentExactlyWhenAsked) {
+  const SinksCheckpoint ckpt;
+  mha::WeightOptions options;
+  options.prefix = "attn.";
+  mha::MultiheadAttentionConfig c = SmallConfig();
+  c.bias = false;
+  std::unique_ptr<mha::MultiheadAttention> plain, with_sinks;
+  ASSERT_TRUE(mha::MultiheadAttention::Create(c, &plain).ok());
+  c.sinks = true;
+  ASSERT_TRUE(mha::MultiheadAttention::Create(c, &with_sinks).ok());
+  EXPECT_EQ(with_sinks->Parameters().back().name, "sinks");
+  EXPECT_EQ(with_sinks->Parameters().back().shape, (mha::Shape{2}));
+  // Both sides named: the tensor and the option.
+  ExpectError(plain->LoadStateDict(ckpt.Dict(true), options),
+              {"attn.sinks", "in the checkpoint", "without sinks"});
+  ExpectError(with_sinks->LoadStateDict(ckpt.Dict(false), options),
+              {"attn.sinks", "not in the checkpoint", "with sinks"});
+  EXPECT_TRUE(plain->LoadStateDict(ckpt.Dict(false), options).ok());
+  EXPECT_TRUE(with_sinks->LoadStateDict(ckpt.Dict(true), options).ok());
+  // listAttentionModules reports them.
+  mha::ShapeMap shapes;
+  for (const auto& [name, t] : ckpt.Dict(true)) shapes[name] = t.shape;
+  const std::vector<mha::AttentionModuleInfo> found = mha::ListAttentionModules(shapes);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_TRUE(found[0].sinks);
+  shapes.erase("attn.sinks");
+  EXPECT_FALSE(mha::ListAttentionModules(shapes)[0].sinks);
+}
+
 TEST(ModelOptionErrors, SoftcapOnTheFunctionalForm) {
   const std::vector<float> q = RandomVector(2 * 3 * 4, 1), k = RandomVector(2 * 5 * 4, 2);
   mha::Tensor out;
@@ -85,6 +130,12 @@ TEST(ModelOptionErrors, SoftcapOnTheFunctionalForm) {
                                              {k.data(), {2, 5, 4}}, o, &out),
               {"window: expected left and right", "-3"});
   o.window = {1, 0};
+  const std::vector<float> sinks = {0.5f, -1.0f, 2.0f};
+  o.sinks = {sinks.data(), {3}};
+  ExpectError(mha::ScaledDotProductAttention({q.data(), {2, 3, 4}}, {k.data(), {2, 5, 4}},
+                                             {k.data(), {2, 5, 4}}, o, &out),
+              {"sinks: expected shape (1,)", "(3,)"});
+  o.sinks = {sinks.data(), {1}};
   ASSERT_TRUE(mha::ScaledDotProductAttention({q.data(), {2, 3, 4}}, {k.data(), {2, 5, 4}},
                                              {k.data(), {2, 5, 4}}, o, &out).ok());
 }

@@ -12,7 +12,7 @@ import {
 
 const CONFIG_KEYS = ['embedDim', 'numHeads', 'bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim',
   'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout', 'numKVHeads', 'rotary', 'scale', 'softcap',
-  'window'];
+  'window', 'sinks'];
 const MAX_DIM = 2 ** 24;
 
 function checkNumber(value, name) {
@@ -74,6 +74,7 @@ export function coreConfig(config) {
     scale: checkNumber(config.scale ?? 0, 'scale'),
     softcap: checkNumber(config.softcap ?? 0, 'softcap'),
     window: windowOption(config.window),
+    sinks: checkBoolean(config.sinks, 'sinks', false),
   };
 }
 
@@ -162,6 +163,7 @@ export function parametersOf(c) {
   if (c.add_bias_kv) specs.push(['bias_k', [1, 1, kk]], ['bias_v', [1, 1, kv]]);
   specs.push(['out_proj.weight', [E, vv]]);
   if (c.bias) specs.push(['out_proj.bias', [E]]);
+  if (c.sinks) specs.push(['sinks', [c.num_heads]]);
   return specs.map(([name, shape]) => ({ name, shape }));
 }
 

@@ -3,9 +3,11 @@
 // returns each step's results and the cache length after it.
 import { moduleConfig } from './fixture_data.js';
 
-// The score options of a fixture's config (model fixtures; absent or 0: off).
-function scoreOptions(c) {
+// The score options of a fixture's config (model fixtures; absent or 0: off);
+// sinks are the module's parameter, or the functional form's option.
+function scoreOptions(c, sinks) {
   const options = {};
+  if (c.sinks) options.sinks = sinks;
   if (c.scale) options.scale = c.scale;
   if (c.softcap) options.softcap = c.softcap;
   if (c.window != null) options.window = c.window;
@@ -16,7 +18,7 @@ async function makeCache(lib, fixture) {
   const c = fixture.config;
   if (c.mode !== 'sdpa') {
     const config = { ...moduleConfig(c), numKVHeads: c.num_kv_heads || undefined,
-      ...scoreOptions(c) };
+      ...scoreOptions(c, true) };
     if (c.rotary) config.rotary = c.rotary;
     const mha = lib.createMultiheadAttention(config);
     await mha.loadSafetensors(fixture.bytes, { prefix: 'param.' });
@@ -50,7 +52,8 @@ export async function runDecoding(lib, fixture) {
       let result;
       if (mha === null) {
         result = { output: await lib.scaledDotProductAttention(query, key, value,
-          { cache, isCausal: step.is_causal, enableGqa: c.enable_gqa, ...scoreOptions(c) }),
+          { cache, isCausal: step.is_causal, enableGqa: c.enable_gqa,
+            ...scoreOptions(c, fixture.tensors['param.sinks']?.data) }),
         weights: null };
       } else {
         result = await mha.forward(query, key, value, {
