@@ -23,7 +23,7 @@ namespace mha {
 // are (address, rank, kMaxResultRank dims) each.
 class Frame {
  public:
-  enum Slot { kQuery, kKey, kValue, kKeyPaddingMask, kAttnMask, kSinks };
+  enum Slot { kQuery, kKey, kValue, kKeyPaddingMask, kAttnMask, kSinks, kAlibiSlopes };
   enum Flag : uint32_t { kNeedWeights = 1, kAverageAttnWeights = 2, kIsCausal = 4, kEnableGqa = 8 };
 
   enum Number { kScale, kSoftcap };
@@ -36,7 +36,8 @@ class Frame {
     using emscripten::val;
     val layout = val::object();
     val slots = val::array();
-    for (const char* name : {"query", "key", "value", "keyPaddingMask", "attnMask", "sinks"}) {
+    for (const char* name :
+         {"query", "key", "value", "keyPaddingMask", "attnMask", "sinks", "alibiSlopes"}) {
       slots.call<void>("push", std::string(name));
     }
     layout.set("slots", slots);
@@ -94,7 +95,7 @@ class Frame {
 
  private:
   static constexpr int kSlotWords = 4;
-  static constexpr int kFlags = kSlotWords * (kSinks + 1);
+  static constexpr int kFlags = kSlotWords * (kAlibiSlopes + 1);
   static constexpr int kNumbers = kFlags + 1;
   static constexpr int kIntegers = kNumbers + kSoftcap + 1;
   static constexpr int kOutput = kIntegers + kWindowRight + 1;

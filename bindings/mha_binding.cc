@@ -237,6 +237,14 @@ class MultiheadAttentionBinding {
     c.window.left = Dim(config["window"]["left"]);
     c.window.right = Dim(config["window"]["right"]);
     c.sinks = config["sinks"].as<bool>();
+    const val alibi = config["alibi"];
+    if (!alibi.isUndefined()) {
+      c.alibi.enabled = true;
+      c.alibi.symmetric = alibi["symmetric"].as<bool>();
+      if (!alibi["slopes"].isUndefined()) {
+        c.alibi.slopes = emscripten::convertJSArrayToNumberVector<float>(alibi["slopes"]);
+      }
+    }
     const val rotary = config["rotary"];
     if (!rotary.isUndefined()) {
       c.rotary.enabled = true;
@@ -352,6 +360,7 @@ int ScaledDotProductAttentionBinding(uintptr_t frame_address, KVCacheBinding* ca
   o.window.left = frame.integer(Frame::kWindowLeft);
   o.window.right = frame.integer(Frame::kWindowRight);
   o.sinks = frame.Tensor(Frame::kSinks);
+  o.alibi_slopes = frame.Tensor(Frame::kAlibiSlopes);
   o.enable_gqa = frame.flag(Frame::kEnableGqa);
   o.cache = CacheFrom(cache);
   result.weights = Tensor();

@@ -80,6 +80,17 @@ struct RotaryConfig {
   bool interleaved = false; // pairs (2i, 2i+1) (GPT-J); else (i, i + dim/2) (GPT-NeoX, Llama)
 };
 
+// ALiBi biases (DESIGN.md): score (i, j) gains m_h * (j - p_i), or with
+// symmetric -m_h * |j - p_i| (jina-bert-v2).
+struct AlibiConfig {
+  bool enabled = false;
+  bool symmetric = false;
+  std::vector<float> slopes;  // num_heads; empty: the ALiBi paper's for num_heads
+};
+
+// The ALiBi paper's slopes for num_heads heads (BLOOM's build_alibi_tensor).
+std::vector<float> AlibiSlopes(int64_t num_heads);
+
 struct MultiheadAttentionConfig {
   int64_t embed_dim = 0;   // required, > 0
   int64_t num_heads = 0;   // required, > 0
@@ -104,6 +115,8 @@ struct MultiheadAttentionConfig {
   // A learned logit per query head in the softmax's denominator (gpt-oss): the
   // parameter "sinks" (num_heads); the returned weights sum to less than 1.
   bool sinks = false;
+  // Not with add_bias_kv or add_zero_attn (their keys have no position).
+  AlibiConfig alibi;
 };
 
 struct ForwardOptions {

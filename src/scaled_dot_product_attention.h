@@ -45,6 +45,8 @@ struct SdpaOptions {
   // A logit per query head in the softmax's denominator (gpt-oss), shape (H);
   // data null: none.
   TensorView sinks;
+  // ALiBi slopes, one per query head, shape (H); data null: none.
+  TensorView alibi_slopes;
   bool enable_gqa = false;
   KVCache* cache = nullptr;
 };

@@ -86,6 +86,12 @@ export interface MultiheadAttentionConfig {
    * (numHeads) is then loaded with the rest; weights sum to less than 1.
    */
   sinks?: boolean;
+  /**
+   * ALiBi biases m_h * (j - i) (BLOOM, MPT, Falcon-RW): true takes the ALiBi paper's slopes for
+   * numHeads; { slopes } any others; { symmetric: true } uses -m_h * |j - i| (jina-bert-v2). Not
+   * with addBiasKV / addZeroAttn.
+   */
+  alibi?: true | { slopes?: Float32Array; symmetric?: boolean };
 }
 
 export type Window = number | [number, number];
@@ -265,6 +271,8 @@ export interface SdpaOptions {
   window?: Window;
   /** One logit per query head (length H) in the softmax's denominator. */
   sinks?: Float32Array;
+  /** ALiBi slopes, one per query head (length H): scores gain m_h * (j - i). */
+  alibiSlopes?: Float32Array;
   /** key/value may have fewer heads, dividing the query's (PyTorch 2.5). */
   enableGqa?: boolean;
   /** A cache from lib.createKVCache: key/value (B, Hkv, S_new, E) are appended, or both null. */

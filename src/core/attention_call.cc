@@ -84,6 +84,8 @@ void FillHeads(const AttentionPlan& plan, const HeadSources& sources,
       rule.window_left = w.left >= 0 ? static_cast<size_t>(w.left) : kernels::kNoWindow;
       rule.window_right = w.right >= 0 ? static_cast<size_t>(w.right) : kernels::kNoWindow;
       if (sources.sinks != nullptr) rule.sink = sources.sinks[h];
+      if (sources.alibi_slopes != nullptr) rule.alibi_slope = sources.alibi_slopes[h];
+      rule.alibi_symmetric = sources.alibi_symmetric;
       if (sources.weights != nullptr) {
         head.weights = sources.weights + (n * plan.H + h) * plan.L * keys;
         head.weights_stride = keys;

@@ -74,6 +74,8 @@ struct HeadSources {
   const float* extra_v = nullptr;
   const size_t* masked_keys = nullptr;  // per batch entry (key padding trimmed), else T
   const float* sinks = nullptr;         // one logit per query head, or null
+  const float* alibi_slopes = nullptr;  // one per query head, or null
+  bool alibi_symmetric = false;
   float* weights = nullptr;  // (n, h): L rows of Keys() at (n * H + h) * L * Keys(), or null
 };
 

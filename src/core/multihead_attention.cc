@@ -1,5 +1,6 @@
 #include "src/multihead_attention.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -60,9 +61,22 @@ Status MultiheadAttention::Create(const MultiheadAttentionConfig& config,
     resolved.scale = 1.0f / std::sqrt(static_cast<float>(resolved.qk_head_dim));
   }
   MHA_RETURN_IF_ERROR(CheckScoreOptions({resolved.scale, c.softcap, c.window}));
-  if (c.window.enabled() && (c.add_bias_kv || c.add_zero_attn)) {
-    return Status::InvalidArgument("window: cannot be combined with add_bias_kv or add_zero_attn "
-                                   "(their keys have no position)");
+  for (const auto& [on, name] : {std::make_pair(c.window.enabled(), "window"),
+                                 std::make_pair(c.alibi.enabled, "alibi")}) {
+    if (on && (c.add_bias_kv || c.add_zero_attn)) {
+      return Status::InvalidArgument(std::string(name) + ": cannot be combined with add_bias_kv "
+                                     "or add_zero_attn (their keys have no position)");
+    }
+  }
+  if (c.alibi.enabled) {
+    std::vector<float>& slopes = resolved.alibi.slopes;
+    if (slopes.empty()) slopes = AlibiSlopes(c.num_heads);
+    if (static_cast<int64_t>(slopes.size()) != c.num_heads ||
+        !std::all_of(slopes.begin(), slopes.end(), [](float s) { return std::isfinite(s); })) {
+      return Status::InvalidArgument("alibi.slopes: expected num_heads (" +
+                                     std::to_string(c.num_heads) + ") finite slopes, got " +
+                                     std::to_string(slopes.size()));
+    }
   }
   if (c.rotary.enabled) {
     RotaryConfig& r = resolved.rotary;
@@ -83,6 +97,18 @@ Status MultiheadAttention::Create(const MultiheadAttentionConfig& config,
     return Status::OutOfMemory("config: not enough memory for the parameters");
   }
   return Status::Ok();
+}
+
+std::vector<float> AlibiSlopes(int64_t num_heads) {
+  const int64_t closest = int64_t{1} << static_cast<int>(std::floor(std::log2(num_heads)));
+  std::vector<float> slopes;
+  for (int64_t h = 0; h < closest; ++h) {
+    slopes.push_back(static_cast<float>(std::exp2(-8.0 * double(h + 1) / double(closest))));
+  }
+  for (int64_t k = 0; k < num_heads - closest; ++k) {
+    slopes.push_back(static_cast<float>(std::exp2(-4.0 * double(2 * k + 1) / double(closest))));
+  }
+  return slopes;
 }
 
 MultiheadAttention::MultiheadAttention(const MultiheadAttentionConfig& config)

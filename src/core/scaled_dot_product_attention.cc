@@ -138,10 +138,13 @@ Status CheckSdpa(const TensorView& query, const TensorView& key, const TensorVie
                                    (options.cache != nullptr ? " and an empty cache" : ""));
   }
   MHA_RETURN_IF_ERROR(CheckScoreOptions({options.scale, options.softcap, options.window}));
-  if (options.sinks.data != nullptr && options.sinks.shape != Shape{d->H}) {
-    return Status::InvalidArgument("sinks: expected shape " + ShapeString(Shape{d->H}) +
-                                   " (one per query head), got " +
-                                   ShapeString(options.sinks.shape));
+  for (const auto& [name, t] : {std::make_pair("sinks", &options.sinks),
+                                std::make_pair("alibi_slopes", &options.alibi_slopes)}) {
+    if (t->data != nullptr && t->shape != Shape{d->H}) {
+      return Status::InvalidArgument(std::string(name) + ": expected shape " +
+                                     ShapeString(Shape{d->H}) + " (one per query head), got " +
+                                     ShapeString(t->shape));
+    }
   }
   if (options.is_causal && options.attn_mask.present()) {
     return Status::InvalidArgument("attn_mask: must not be given together with is_causal");
@@ -202,6 +205,7 @@ void Run(const AttentionPlan& plan, const SdpaDims& d, const TensorView& query,
   rows.v_step = Ev;
   sources.kv = AppendKeys(options.cache, rows, S);
   sources.sinks = options.sinks.data;
+  sources.alibi_slopes = options.alibi_slopes.data;
   if (const float* mask = AdditiveMask(options.attn_mask, 0, &mask_storage)) {
     const std::vector<size_t>& strides = d.mask_strides;
     sources.mask = {mask, strides[0], d.rank == 4 ? strides[1] : 0, strides[d.rank - 2]};

@@ -77,6 +77,10 @@ struct ScoreRule {
   // the weights sum to less than 1; -inf: none. A row with no key to attend
   // stays NaN.
   float sink = -std::numeric_limits<float>::infinity();
+  // ALiBi: each score gains alibi_slope * (j - Position(i)), or with
+  // alibi_symmetric -alibi_slope * |j - Position(i)| (jina-bert-v2); 0: none.
+  float alibi_slope = 0.0f;
+  bool alibi_symmetric = false;
 
   size_t Position(size_t i) const { return i + causal_offset; }
   // Query i may see keys [Start(i), Horizon(i)) at most (Horizon SIZE_MAX:

@@ -11,6 +11,7 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <limits>
 
@@ -55,6 +56,21 @@ inline void ApplyScoreRule(const kernels::ScoreRule& r, size_t i0, size_t n, siz
     }
   }
   cols = masked_cols;
+  if (r.alibi_slope != 0.0f) {
+    // Per key, the bias of query q is base - step * q (j - p_i falls by one a
+    // query); symmetric, its magnitude turns where the query passes the key.
+    const float step = r.alibi_slope * unit;
+    const float p0 = static_cast<float>(r.Position(i0));
+    for (size_t c = 0; c < cols; ++c) {
+      const float base = static_cast<float>(j0 + c) - p0;
+      float* HWY_RESTRICT row = scores + c * key_stride;
+      if (r.alibi_symmetric) {
+        for (size_t q = 0; q < n; ++q) row[q] -= step * std::abs(base - static_cast<float>(q));
+      } else {
+        for (size_t q = 0; q < n; ++q) row[q] += step * (base - static_cast<float>(q));
+      }
+    }
+  }
   // Each part loops only where it applies: a decode row that sees every key
   // of a sub-block costs three tests, not three per key.
   if (r.key_bias != nullptr) {

@@ -95,7 +95,8 @@ const DECODING = ['float16_gqa_rotary_weights.safetensors', 'cross_filled_once.s
   'self_truncate_continue.safetensors', 'sdpa_cache_gqa.safetensors',
   // today's models: the score options cross to the worker
   'gemma2_global_decoding.safetensors', 'sdpa_softcap_scale.safetensors',
-  'gpt_oss_window_sinks_decoding.safetensors', 'sdpa_sinks_window.safetensors'];
+  'gpt_oss_window_sinks_decoding.safetensors', 'sdpa_sinks_window.safetensors',
+  'alibi_bloom_h6_decoding.safetensors', 'sdpa_alibi_slopes.safetensors'];
 for (const fixture of decodingFixtures().filter((f) => DECODING.includes(f.name))) {
   test(`decoding through the proxy: ${fixture.name}`, async () => {
     const results = await page.evaluate((path) => window.proxyTest.decode(path), fixture.path);

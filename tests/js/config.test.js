@@ -43,6 +43,9 @@ function randomConfig() {
     // Refused with addBiasKV / addZeroAttn.
     window: random() < 0.8 ? undefined : pick([1, 4, [2, 1], [0, 0]]),
     sinks: maybe([true, false]),   // a parameter: the lists must agree
+    // Refused with addBiasKV / addZeroAttn, or slopes not numHeads of them.
+    alibi: random() < 0.92 ? undefined : pick([true, { symmetric: true },
+      { slopes: new Float32Array([0.5, 0.25]) }, { slopes: new Float32Array([1, NaN]) }]),
   };
   if (random() < 0.5) {
     config.rotary = {

@@ -71,6 +71,17 @@ mha::Status ReadDecodeConfig(const Fixture& f, DecodeConfig* out) {
   m.scale = Number(v, "scale");
   m.softcap = Number(v, "softcap");
   m.sinks = Bool(v, "sinks");
+  // alibi: null, true, {"slopes": [...]} or {"symmetric": true}.
+  const mha::json::Value* alibi = v.Find("alibi");
+  if (alibi != nullptr && alibi->type != mha::json::Type::kNull) {
+    m.alibi.enabled = true;
+    if (alibi->type == mha::json::Type::kObject) {
+      m.alibi.symmetric = Bool(*alibi, "symmetric");
+      if (const mha::json::Value* slopes = alibi->Find("slopes")) {
+        for (const mha::json::Value& s : slopes->array) m.alibi.slopes.push_back(s.number);
+      }
+    }
+  }
   // window: null, W (left W - 1) or [left, right].
   const mha::json::Value* window = v.Find("window");
   if (window != nullptr && window->type == mha::json::Type::kArray) {
@@ -164,6 +175,8 @@ void RunSchedule(Fixture& f, const DecodeConfig& c, mha::ThreadPool* pool, int* 
       o.softcap = c.module.softcap;
       o.window = c.module.window;
       if (c.module.sinks) ASSERT_OK(f.View("param.sinks", &o.sinks));
+      const std::vector<float>& slopes = c.module.alibi.slopes;
+      if (!slopes.empty()) o.alibi_slopes = {slopes.data(), {static_cast<int64_t>(slopes.size())}};
       o.cache = cache.get();
       ASSERT_OK(mha::ScaledDotProductAttention(q, k, v, o, &output, pool));
     } else {

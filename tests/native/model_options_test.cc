@@ -116,6 +116,24 @@ TEST(ModelOptionErrors, SinksPresentExactlyWhenAsked) {
   EXPECT_FALSE(mha::ListAttentionModules(shapes)[0].sinks);
 }
 
+TEST(ModelOptionErrors, Alibi) {
+  std::unique_ptr<mha::MultiheadAttention> m;
+  mha::MultiheadAttentionConfig c = SmallConfig();
+  c.alibi.enabled = true;
+  c.alibi.slopes = {0.5f, 0.25f, 0.125f};
+  ExpectError(mha::MultiheadAttention::Create(c, &m), {"alibi.slopes", "num_heads (2)", "3"});
+  c.alibi.slopes = {0.5f, std::numeric_limits<float>::quiet_NaN()};
+  ExpectError(mha::MultiheadAttention::Create(c, &m), {"alibi.slopes", "finite"});
+  c.alibi.slopes.clear();
+  c.add_zero_attn = true;
+  ExpectError(mha::MultiheadAttention::Create(c, &m), {"alibi", "add_zero_attn"});
+  c.add_zero_attn = false;
+  ASSERT_TRUE(mha::MultiheadAttention::Create(c, &m).ok());
+  // The ALiBi paper's slopes: 2^-8(h+1)/p for p = 2^floor(log2 H), then 2^-4(2k+1)/p.
+  EXPECT_EQ(m->config().alibi.slopes, (std::vector<float>{0.0625f, 0.00390625f}));
+  EXPECT_EQ(mha::AlibiSlopes(3), (std::vector<float>{0.0625f, 0.00390625f, 0.25f}));
+}
+
 TEST(ModelOptionErrors, SoftcapOnTheFunctionalForm) {
   const std::vector<float> q = RandomVector(2 * 3 * 4, 1), k = RandomVector(2 * 5 * 4, 2);
   mha::Tensor out;
@@ -136,6 +154,11 @@ TEST(ModelOptionErrors, SoftcapOnTheFunctionalForm) {
                                              {k.data(), {2, 5, 4}}, o, &out),
               {"sinks: expected shape (1,)", "(3,)"});
   o.sinks = {sinks.data(), {1}};
+  o.alibi_slopes = {sinks.data(), {2}};
+  ExpectError(mha::ScaledDotProductAttention({q.data(), {2, 3, 4}}, {k.data(), {2, 5, 4}},
+                                             {k.data(), {2, 5, 4}}, o, &out),
+              {"alibi_slopes: expected shape (1,)", "(2,)"});
+  o.alibi_slopes = {sinks.data(), {1}};
   ASSERT_TRUE(mha::ScaledDotProductAttention({q.data(), {2, 3, 4}}, {k.data(), {2, 5, 4}},
                                              {k.data(), {2, 5, 4}}, o, &out).ok());
 }

@@ -12,7 +12,7 @@ import {
 
 const CONFIG_KEYS = ['embedDim', 'numHeads', 'bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim',
   'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout', 'numKVHeads', 'rotary', 'scale', 'softcap',
-  'window', 'sinks'];
+  'window', 'sinks', 'alibi'];
 const MAX_DIM = 2 ** 24;
 
 function checkNumber(value, name) {
@@ -35,6 +35,20 @@ export function windowOption(window) {
   }
   throw new MHAError('window: expected a positive integer W or [left, right] of non-negative ' +
                      `integers (below 2^31), received ${describe(window)}`);
+}
+
+// alibi: undefined, true, or {slopes: Float32Array of numHeads, symmetric}.
+function alibiOptions(alibi) {
+  if (alibi === undefined) return undefined;
+  if (alibi === true) return { symmetric: false };
+  const o = checkOptionsObject(alibi, 'alibi', ['slopes', 'symmetric']);
+  if (o.slopes !== undefined && !(o.slopes instanceof Float32Array)) {
+    throw new MHAError(`alibi.slopes: expected a Float32Array of numHeads slopes, received ${
+      describe(o.slopes)}`);
+  }
+  const options = { symmetric: checkBoolean(o.symmetric, 'alibi.symmetric', false) };
+  if (o.slopes !== undefined) options.slopes = o.slopes;
+  return options;
 }
 
 // rotary: undefined, or {dim, base, interleaved}.
@@ -75,6 +89,7 @@ export function coreConfig(config) {
     softcap: checkNumber(config.softcap ?? 0, 'softcap'),
     window: windowOption(config.window),
     sinks: checkBoolean(config.sinks, 'sinks', false),
+    alibi: alibiOptions(config.alibi),
   };
 }
 
@@ -122,9 +137,17 @@ export function checkConfigRules(c) {
          `got ${c.num_kv_heads}`);
   }
   checkScoreRules(c, fail);
-  if ((c.window.left >= 0 || c.window.right >= 0) && (c.add_bias_kv || c.add_zero_attn)) {
-    fail('window: cannot be combined with add_bias_kv or add_zero_attn (their keys have no ' +
-         'position)');
+  for (const [on, name] of [[c.window.left >= 0 || c.window.right >= 0, 'window'],
+    [c.alibi !== undefined, 'alibi']]) {
+    if (on && (c.add_bias_kv || c.add_zero_attn)) {
+      fail(`${name}: cannot be combined with add_bias_kv or add_zero_attn (their keys have no ` +
+           'position)');
+    }
+  }
+  const slopes = c.alibi?.slopes;
+  if (slopes !== undefined && (slopes.length !== c.num_heads ||
+                               !slopes.every((s) => Number.isFinite(s)))) {
+    fail(`alibi.slopes: expected num_heads (${c.num_heads}) finite slopes, got ${slopes.length}`);
   }
   if (c.rotary === undefined) return;
   const { qkHeadDim } = resolvedDims(c);

@@ -14,8 +14,8 @@ import { settle } from './settle.js';
 import { VERSION } from './version.js';
 import { checkShards, copyHeader } from './weights.js';
 
-const SDPA_KEYS = ['attnMask', 'isCausal', 'scale', 'softcap', 'window', 'sinks', 'enableGqa',
-  'cache'];
+const SDPA_KEYS = ['attnMask', 'isCausal', 'scale', 'softcap', 'window', 'sinks', 'alibiSlopes',
+  'enableGqa', 'cache'];
 const SDPA_CACHE_KEYS = ['numKVHeads', 'headDim', 'vHeadDim'];
 
 // The JS-visible checks of scaledDotProductAttention (also run by the proxy's
@@ -42,13 +42,18 @@ export function checkSdpa(query, key, value, options, ours) {
   };
   // The core takes 0 as "default".
   const window = windowOption(o.window);
-  if (o.sinks !== undefined && !(o.sinks instanceof Float32Array)) {
-    throw new MHAError('sinks: expected a Float32Array of one logit per query head, received ' +
-                       describe(o.sinks));
-  }
+  // One number per query head each: the core checks their length.
+  const perHead = (name, what) => {
+    if (o[name] === undefined) return undefined;
+    if (!(o[name] instanceof Float32Array)) {
+      throw new MHAError(`${name}: expected a Float32Array of one ${what} per query head, ` +
+                         `received ${describe(o[name])}`);
+    }
+    return { data: o[name], shape: [o[name].length] };
+  };
   return {
     attnMask, flags, cache: checkCache(cache, ours),
-    sinks: o.sinks && { data: o.sinks, shape: [o.sinks.length] },
+    sinks: perHead('sinks', 'logit'), alibiSlopes: perHead('alibiSlopes', 'slope'),
     numbers: { scale: o.scale ?? 0, softcap: o.softcap ?? 0, windowLeft: window.left,
       windowRight: window.right },
   };
@@ -102,10 +107,10 @@ export class MHALibrary {
   // attnMask is true where a query MAY attend. Bad input throws; the core's
   // errors reject (as through the proxy).
   scaledDotProductAttention(query, key, value, options) {
-    const { attnMask, flags, numbers, cache, sinks } = checkSdpa(query, key, value, options,
-      cachesOf(this.wasm));
+    const { attnMask, flags, numbers, cache, sinks, alibiSlopes } = checkSdpa(query, key, value,
+      options, cachesOf(this.wasm));
     return settle(() => callFrame(this.wasm, 'scaledDotProductAttention',
-      { query, key, value, attnMask, sinks }, flags, numbers,
+      { query, key, value, attnMask, sinks, alibiSlopes }, flags, numbers,
       // Checked again: the copy reads each tensor's getters once more.
       (frame, result) => this.wasm.scaledDotProductAttention(frame,
         cache?.checkAlive('cache') ?? null, result)).output);
