@@ -6,11 +6,6 @@
 namespace mha {
 
 Status CheckScoreOptions(const ScoreOptions& options) {
-  if (!(std::isfinite(options.scale) && options.scale >= 0.0f)) {
-    return Status::InvalidArgument("scale: expected a positive finite number (or 0 for the "
-                                   "default), got " +
-                                   std::to_string(options.scale));
-  }
   if (!(std::isfinite(options.softcap) && options.softcap >= 0.0f)) {
     return Status::InvalidArgument("softcap: expected a positive finite number (or 0 for none), "
                                    "got " + std::to_string(options.softcap));
@@ -51,8 +46,9 @@ KVRows AppendKeys(KVCache* cache, const KVRows& new_rows, size_t S) {
 
 void FillHeads(const AttentionPlan& plan, const HeadSources& sources,
                std::vector<kernels::AttentionHead>* heads) {
-  const size_t group = plan.H / plan.Hkv, keys = plan.Keys(), T = plan.T();
   heads->clear();
+  if (plan.N * plan.H == 0) return;  // no head (and Hkv may be 0: no group to divide by)
+  const size_t group = plan.H / plan.Hkv, keys = plan.Keys(), T = plan.T();
   for (size_t n = 0; n < plan.N; ++n) {
     for (size_t h = 0; h < plan.H; ++h) {
       kernels::AttentionHead head;

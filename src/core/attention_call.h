@@ -28,7 +28,8 @@ struct ScoreOptions {
   WindowConfig window;
 };
 
-// The options' checks the module's config and the functional call share.
+// The options' checks the module's config and the functional call share; not
+// the scale, which the functional form takes as PyTorch does (any float).
 Status CheckScoreOptions(const ScoreOptions& options);
 
 struct AttentionPlan {

@@ -32,6 +32,13 @@ mha::MultiheadAttentionConfig SmallConfig() {
   return c;
 }
 
+// Query (2, 3, 4) against keys and values (2, 5, 4): one head.
+mha::Status Sdpa(const std::vector<float>& q, const std::vector<float>& k,
+                 const mha::SdpaOptions& o, mha::Tensor* out) {
+  return mha::ScaledDotProductAttention({q.data(), {2, 3, 4}}, {k.data(), {2, 5, 4}},
+                                        {k.data(), {2, 5, 4}}, o, out);
+}
+
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
@@ -139,28 +146,36 @@ TEST(ModelOptionErrors, SoftcapOnTheFunctionalForm) {
   mha::Tensor out;
   mha::SdpaOptions o;
   o.softcap = -1.0f;
-  ExpectError(mha::ScaledDotProductAttention({q.data(), {2, 3, 4}}, {k.data(), {2, 5, 4}},
-                                             {k.data(), {2, 5, 4}}, o, &out),
-              {"softcap: expected a positive finite", "-1"});
+  ExpectError(Sdpa(q, k, o, &out), {"softcap: expected a positive finite", "-1"});
   o.softcap = 0.5f;
   o.window = {1, -3};
-  ExpectError(mha::ScaledDotProductAttention({q.data(), {2, 3, 4}}, {k.data(), {2, 5, 4}},
-                                             {k.data(), {2, 5, 4}}, o, &out),
-              {"window: expected left and right", "-3"});
+  ExpectError(Sdpa(q, k, o, &out), {"window: expected left and right", "-3"});
   o.window = {1, 0};
   const std::vector<float> sinks = {0.5f, -1.0f, 2.0f};
   o.sinks = {sinks.data(), {3}};
-  ExpectError(mha::ScaledDotProductAttention({q.data(), {2, 3, 4}}, {k.data(), {2, 5, 4}},
-                                             {k.data(), {2, 5, 4}}, o, &out),
-              {"sinks: expected shape (1,)", "(3,)"});
+  ExpectError(Sdpa(q, k, o, &out), {"sinks: expected shape (1,)", "(3,)"});
   o.sinks = {sinks.data(), {1}};
   o.alibi_slopes = {sinks.data(), {2}};
-  ExpectError(mha::ScaledDotProductAttention({q.data(), {2, 3, 4}}, {k.data(), {2, 5, 4}},
-                                             {k.data(), {2, 5, 4}}, o, &out),
-              {"alibi_slopes: expected shape (1,)", "(2,)"});
+  ExpectError(Sdpa(q, k, o, &out), {"alibi_slopes: expected shape (1,)", "(2,)"});
   o.alibi_slopes = {sinks.data(), {1}};
-  ASSERT_TRUE(mha::ScaledDotProductAttention({q.data(), {2, 3, 4}}, {k.data(), {2, 5, 4}},
-                                             {k.data(), {2, 5, 4}}, o, &out).ok());
+  ASSERT_TRUE(Sdpa(q, k, o, &out).ok());
+}
+
+// The functional form takes any scale, as PyTorch does (the module's must be
+// positive); and a call without heads (H = 0, Hkv = 0) returns an empty
+// output, with no group of heads to divide by (the fuzzer found FillHeads
+// dividing by Hkv = 0).
+TEST(ModelOptionErrors, FunctionalFormScaleAndNoHeads) {
+  const std::vector<float> q = RandomVector(2 * 3 * 4, 1), k = RandomVector(2 * 5 * 4, 2);
+  mha::Tensor out;
+  mha::SdpaOptions o;
+  o.scale = -0.5f;
+  EXPECT_TRUE(Sdpa(q, k, o, &out).ok());
+  o.scale = 0.0f;
+  o.softcap = 1.0f;
+  ASSERT_TRUE(mha::ScaledDotProductAttention({q.data(), {2, 0, 3, 4}}, {k.data(), {2, 0, 5, 4}},
+                                             {k.data(), {2, 0, 5, 4}}, o, &out).ok());
+  EXPECT_EQ(out.shape, (mha::Shape{2, 0, 3, 4}));
 }
 
 }  // namespace
