@@ -23,16 +23,21 @@ namespace mha {
 // are (address, rank, kMaxResultRank dims) each.
 class Frame {
  public:
-  enum Slot { kQuery, kKey, kValue, kKeyPaddingMask, kAttnMask };
+  enum Slot { kQuery, kKey, kValue, kKeyPaddingMask, kAttnMask, kSinks, kAlibiSlopes };
   enum Flag : uint32_t { kNeedWeights = 1, kAverageAttnWeights = 2, kIsCausal = 4, kEnableGqa = 8 };
 
-  // {slots: [JS names in Slot order], slotWords, flags: {JS name: bit}, flagsWord, scaleWord,
+  enum Number { kScale, kSoftcap };
+  enum Integer { kWindowLeft, kWindowRight };
+
+  // {slots: [JS names in Slot order], slotWords, flags: {JS name: bit}, flagsWord,
+  // numberWords: {JS name: word of a float}, integerWords: {JS name: word of an int32},
   // outputWord, weightsWord, maxResultRank, fixedWords}.
   static emscripten::val Layout() {
     using emscripten::val;
     val layout = val::object();
     val slots = val::array();
-    for (const char* name : {"query", "key", "value", "keyPaddingMask", "attnMask"}) {
+    for (const char* name :
+         {"query", "key", "value", "keyPaddingMask", "attnMask", "sinks", "alibiSlopes"}) {
       slots.call<void>("push", std::string(name));
     }
     layout.set("slots", slots);
@@ -44,9 +49,16 @@ class Frame {
       flags.set(name, static_cast<uint32_t>(bit));
     }
     layout.set("flags", flags);
+    val numbers = val::object();
+    numbers.set("scale", kNumbers + kScale);
+    numbers.set("softcap", kNumbers + kSoftcap);
+    layout.set("numberWords", numbers);
+    val integers = val::object();
+    integers.set("windowLeft", kIntegers + kWindowLeft);
+    integers.set("windowRight", kIntegers + kWindowRight);
+    layout.set("integerWords", integers);
     for (const auto& [name, words] : {std::make_pair("slotWords", kSlotWords),
                                       std::make_pair("flagsWord", kFlags),
-                                      std::make_pair("scaleWord", kScale),
                                       std::make_pair("outputWord", kOutput),
                                       std::make_pair("weightsWord", kWeights),
                                       std::make_pair("maxResultRank", kMaxResultRank),
@@ -69,10 +81,11 @@ class Frame {
     return MaskView::Float(reinterpret_cast<const float*>(s[0]), ShapeOf(s));
   }
   bool flag(Flag f) const { return (words_[kFlags] & f) != 0; }
-  float scale() const {
-    float scale;
-    std::memcpy(&scale, &words_[kScale], sizeof(scale));
-    return scale;
+  int32_t integer(Integer n) const { return static_cast<int32_t>(words_[kIntegers + n]); }
+  float number(Number n) const {
+    float value;
+    std::memcpy(&value, &words_[kNumbers + n], sizeof(value));
+    return value;
   }
   // The core's results are at most 4-D (weights (N, H, L, S), SDPA (B, H, L, D)).
   void SetResults(const mha::Tensor& output, const mha::Tensor& weights) {
@@ -82,9 +95,10 @@ class Frame {
 
  private:
   static constexpr int kSlotWords = 4;
-  static constexpr int kFlags = 20;
-  static constexpr int kScale = 21;
-  static constexpr int kOutput = 22;
+  static constexpr int kFlags = kSlotWords * (kAlibiSlopes + 1);
+  static constexpr int kNumbers = kFlags + 1;
+  static constexpr int kIntegers = kNumbers + kSoftcap + 1;
+  static constexpr int kOutput = kIntegers + kWindowRight + 1;
   static constexpr int kMaxResultRank = 4;
   static constexpr int kWeights = kOutput + 2 + kMaxResultRank;
   static constexpr int kFixedWords = kWeights + 2 + kMaxResultRank;

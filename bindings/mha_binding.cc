@@ -183,6 +183,7 @@ int ListAttentionModulesBinding(const val& shards, CallResult& result) {
     }
     entry.set("bias", info.bias);
     entry.set("biasKV", info.bias_kv);
+    entry.set("sinks", info.sinks);
     result.value.call<void>("push", entry);
   }
   return result.Record(status);
@@ -236,6 +237,19 @@ class MultiheadAttentionBinding {
     c.v_head_dim = Dim(config["v_head_dim"]);
     c.dropout = config["dropout"].as<float>();
     c.num_kv_heads = Dim(config["num_kv_heads"]);
+    c.scale = config["scale"].as<float>();
+    c.softcap = config["softcap"].as<float>();
+    c.window.left = Dim(config["window"]["left"]);
+    c.window.right = Dim(config["window"]["right"]);
+    c.sinks = config["sinks"].as<bool>();
+    const val alibi = config["alibi"];
+    if (!alibi.isUndefined()) {
+      c.alibi.enabled = true;
+      c.alibi.symmetric = alibi["symmetric"].as<bool>();
+      if (!alibi["slopes"].isUndefined()) {
+        c.alibi.slopes = emscripten::convertJSArrayToNumberVector<float>(alibi["slopes"]);
+      }
+    }
     const val rotary = config["rotary"];
     if (!rotary.isUndefined()) {
       c.rotary.enabled = true;
@@ -338,14 +352,20 @@ class MultiheadAttentionBinding {
 };
 
 // A frame of query, key, value (absent: attend the cache only), attn_mask,
-// is_causal, enable_gqa and scale (0: the default); `cache` may be null.
+// is_causal, enable_gqa, scale (0: the default), softcap (0: off), the
+// window's sides (-1: no bound) and sinks (absent: none); `cache` may be null.
 int ScaledDotProductAttentionBinding(uintptr_t frame_address, KVCacheBinding* cache,
                                      CallResult& result) {
   Frame frame(frame_address);
   SdpaOptions o;
   o.attn_mask = frame.Mask(Frame::kAttnMask);
   o.is_causal = frame.flag(Frame::kIsCausal);
-  o.scale = frame.scale();
+  o.scale = frame.number(Frame::kScale);
+  o.softcap = frame.number(Frame::kSoftcap);
+  o.window.left = frame.integer(Frame::kWindowLeft);
+  o.window.right = frame.integer(Frame::kWindowRight);
+  o.sinks = frame.Tensor(Frame::kSinks);
+  o.alibi_slopes = frame.Tensor(Frame::kAlibiSlopes);
   o.enable_gqa = frame.flag(Frame::kEnableGqa);
   o.cache = CacheFrom(cache);
   result.weights = Tensor();

@@ -80,6 +80,17 @@ struct RotaryConfig {
   bool interleaved = false; // pairs (2i, 2i+1) (GPT-J); else (i, i + dim/2) (GPT-NeoX, Llama)
 };
 
+// ALiBi biases (DESIGN.md): score (i, j) gains m_h * (j - p_i), or with
+// symmetric -m_h * |j - p_i| (jina-bert-v2).
+struct AlibiConfig {
+  bool enabled = false;
+  bool symmetric = false;
+  std::vector<float> slopes;  // num_heads; empty: the ALiBi paper's for num_heads
+};
+
+// The ALiBi paper's slopes for num_heads heads (BLOOM's build_alibi_tensor).
+std::vector<float> AlibiSlopes(int64_t num_heads);
+
 struct MultiheadAttentionConfig {
   int64_t embed_dim = 0;   // required, > 0
   int64_t num_heads = 0;   // required, > 0
@@ -94,6 +105,18 @@ struct MultiheadAttentionConfig {
   float dropout = 0.0f;    // ignored (eval)
   int64_t num_kv_heads = 0;  // 0: num_heads; else must divide num_heads
   RotaryConfig rotary;       // off unless rotary.enabled
+  // The attention of today's models (DESIGN.md): s = scale * q . k, then
+  // s = softcap * tanh(s / softcap) before masks and biases.
+  float scale = 0.0f;        // 0: 1 / sqrt(qk_head_dim) (Gemma: query_pre_attn_scalar ** -0.5)
+  float softcap = 0.0f;      // 0: off (Gemma 2: attn_logit_softcapping)
+  // A sliding window over positions (query i at P + i, key j at j), with the
+  // masks; not with add_bias_kv or add_zero_attn (their keys have no position).
+  WindowConfig window;
+  // A learned logit per query head in the softmax's denominator (gpt-oss): the
+  // parameter "sinks" (num_heads); the returned weights sum to less than 1.
+  bool sinks = false;
+  // Not with add_bias_kv or add_zero_attn (their keys have no position).
+  AlibiConfig alibi;
 };
 
 struct ForwardOptions {

@@ -75,7 +75,31 @@ export interface MultiheadAttentionConfig {
   numKVHeads?: number;
   /** Rotary positions (RoPE) on queries and keys, after projection and bias. */
   rotary?: RotaryConfig;
+  /** Softmax scale: s = scale * q . k. Default 1 / sqrt(qkHeadDim) (Gemma: query_pre_attn_scalar ** -0.5). */
+  scale?: number;
+  /** Soft-capping: s = softcap * tanh(s / softcap) before masks (Gemma 2's attn_logit_softcapping). */
+  softcap?: number;
+  /**
+   * Sliding window over positions (query i at cache.length + i, key j at j): a number W sees the
+   * query's key and the W - 1 before it (Hugging Face's sliding_window, with isCausal);
+   * [left, right] sees i - left <= j <= i + right (FlashAttention's window_size). Not with
+   * addBiasKV / addZeroAttn.
+   */
+  window?: Window;
+  /**
+   * A learned logit per query head in the softmax's denominator (gpt-oss): the parameter `sinks`
+   * (numHeads) is then loaded with the rest; weights sum to less than 1.
+   */
+  sinks?: boolean;
+  /**
+   * ALiBi biases m_h * (j - i) (BLOOM, MPT, Falcon-RW): true takes the ALiBi paper's slopes for
+   * numHeads; { slopes } any others; { symmetric: true } uses -m_h * |j - i| (jina-bert-v2). Not
+   * with addBiasKV / addZeroAttn.
+   */
+  alibi?: true | { slopes?: Float32Array; symmetric?: boolean };
 }
+
+export type Window = number | [number, number];
 
 export interface RotaryConfig {
   /** Features rotated per head: even, <= qkHeadDim. Default qkHeadDim. */
@@ -193,6 +217,8 @@ export interface AttentionModuleInfo {
   bias: boolean;
   /** Whether it holds bias_k and bias_v (addBiasKV). */
   biasKV: boolean;
+  /** The checkpoint holds `sinks` under the prefix (create the module with sinks: true). */
+  sinks: boolean;
 }
 
 /** One .safetensors file's bytes, or the shards of one checkpoint. */
@@ -252,6 +278,14 @@ export interface SdpaOptions {
   isCausal?: boolean;
   /** Default 1 / sqrt(E). */
   scale?: number;
+  /** s = softcap * tanh(s / softcap) after the scale, before the mask. */
+  softcap?: number;
+  /** As the module's window; query i at cache.length + i. */
+  window?: Window;
+  /** One logit per query head (length H) in the softmax's denominator. */
+  sinks?: Float32Array;
+  /** ALiBi slopes, one per query head (length H): scores gain m_h * (j - i). */
+  alibiSlopes?: Float32Array;
   /** key/value may have fewer heads, dividing the query's (PyTorch 2.5). */
   enableGqa?: boolean;
   /** A cache from lib.createKVCache: key/value (B, Hkv, S_new, E) are appended, or both null. */

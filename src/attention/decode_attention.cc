@@ -49,11 +49,16 @@ DecodeGroup StartGroup(const AttentionHead& head) {
   return g;
 }
 
-// Keys beyond every row's horizon are never read.
-size_t AttendedKeys(const DecodeGroup& g) {
-  size_t horizon = 0;
-  for (size_t r = 0; r < g.num_rows; ++r) horizon = std::max(horizon, g.rule[r].Horizon(0));
-  return std::min(g.num_keys, horizon);
+// Keys beyond every row's horizon, or before every row's window, are never
+// read: sets the group's first_key and num_keys (its end).
+void LimitKeys(DecodeGroup* g) {
+  size_t start = SIZE_MAX, horizon = 0;
+  for (size_t r = 0; r < g->num_rows; ++r) {
+    start = std::min(start, g->rule[r].Start(0));
+    horizon = std::max(horizon, g->rule[r].Horizon(0));
+  }
+  g->num_keys = std::min(g->num_keys, horizon);
+  g->first_key = std::min(start, g->num_keys);
 }
 
 }  // namespace
@@ -74,11 +79,11 @@ void RunDecodeHeads(const std::vector<AttentionHead>& heads, ThreadPool* pool,
   }
   size_t total_keys = 0, state_size = 0, scratch_size = 0, work = 0;
   for (DecodeGroup& g : groups) {
-    g.num_keys = AttendedKeys(g);
-    total_keys += g.num_keys;
+    LimitKeys(&g);
+    total_keys += g.num_keys - g.first_key;
     state_size = std::max(state_size, kernels::DecodeStateSize(g));
     scratch_size = std::max(scratch_size, kernels::DecodeScratchSize(g));
-    work += g.num_rows * g.num_keys * (g.qk_dim + g.v_dim);
+    work += g.num_rows * (g.num_keys - g.first_key) * (g.qk_dim + g.v_dim);
   }
   const size_t forced = g_forced_keys_per_range.load(std::memory_order_relaxed);
   if (forced == 0) pool = SharedPool(pool, work);
@@ -99,7 +104,9 @@ void RunDecodeHeads(const std::vector<AttentionHead>& heads, ThreadPool* pool,
     for (size_t item = begin; item < end; ++item) {
       const DecodeGroup& g = groups[item / ranges];
       const size_t range = item % ranges;
-      const size_t j0 = g.num_keys * range / ranges, j1 = g.num_keys * (range + 1) / ranges;
+      const size_t keys = g.num_keys - g.first_key;
+      const size_t j0 = g.first_key + keys * range / ranges;
+      const size_t j1 = g.first_key + keys * (range + 1) / ranges;
       kernels::DecodePartial(g, j0, j1, states + item * state_size,
                              thread_scratch + thread * scratch_size);
     }

@@ -1,9 +1,26 @@
 #include "src/core/attention_call.h"
 
+#include <cmath>
+#include <string>
+
 namespace mha {
 
+Status CheckScoreOptions(const ScoreOptions& options) {
+  if (!(std::isfinite(options.softcap) && options.softcap >= 0.0f)) {
+    return Status::InvalidArgument("softcap: expected a positive finite number (or 0 for none), "
+                                   "got " + std::to_string(options.softcap));
+  }
+  const WindowConfig& w = options.window;
+  if (w.left < -1 || w.right < -1) {
+    return Status::InvalidArgument("window: expected left and right >= 0 (or -1 for no bound), "
+                                   "got [" + std::to_string(w.left) + ", " +
+                                   std::to_string(w.right) + "]");
+  }
+  return Status::Ok();
+}
+
 AttentionPlan MakePlan(const CallDims& dims, size_t num_extra, bool need_weights, bool causal,
-                       float scale) {
+                       const ScoreOptions& score) {
   AttentionPlan plan;
   plan.N = static_cast<size_t>(dims.N);
   plan.H = static_cast<size_t>(dims.H);
@@ -15,7 +32,7 @@ AttentionPlan MakePlan(const CallDims& dims, size_t num_extra, bool need_weights
   plan.v_dim = static_cast<size_t>(dims.v_dim);
   plan.num_extra = num_extra;
   plan.causal = causal;
-  plan.scale = scale;
+  plan.score = score;
   plan.kernel = ChooseAttentionKernel(plan.L, need_weights, num_extra);
   return plan;
 }
@@ -29,8 +46,9 @@ KVRows AppendKeys(KVCache* cache, const KVRows& new_rows, size_t S) {
 
 void FillHeads(const AttentionPlan& plan, const HeadSources& sources,
                std::vector<kernels::AttentionHead>* heads) {
-  const size_t group = plan.H / plan.Hkv, keys = plan.Keys(), T = plan.T();
   heads->clear();
+  if (plan.N * plan.H == 0) return;  // no head (and Hkv may be 0: no group to divide by)
+  const size_t group = plan.H / plan.Hkv, keys = plan.Keys(), T = plan.T();
   for (size_t n = 0; n < plan.N; ++n) {
     for (size_t h = 0; h < plan.H; ++h) {
       kernels::AttentionHead head;
@@ -43,7 +61,7 @@ void FillHeads(const AttentionPlan& plan, const HeadSources& sources,
       head.masked_keys = sources.masked_keys != nullptr ? sources.masked_keys[n] : T;
       head.qk_dim = plan.qk_dim;
       head.v_dim = plan.v_dim;
-      head.scale = plan.scale;
+      head.scale = plan.score.scale;
       head.num_extra = plan.num_extra;
       if (plan.num_extra > 0) {
         head.extra_k = sources.extra_k + h * plan.num_extra * plan.qk_dim;
@@ -57,6 +75,13 @@ void FillHeads(const AttentionPlan& plan, const HeadSources& sources,
       if (sources.key_bias != nullptr) rule.key_bias = sources.key_bias + n * T;
       rule.causal = plan.causal;
       rule.causal_offset = plan.P;
+      rule.softcap = plan.score.softcap;
+      const WindowConfig& w = plan.score.window;
+      rule.window_left = w.left >= 0 ? static_cast<size_t>(w.left) : kernels::kNoWindow;
+      rule.window_right = w.right >= 0 ? static_cast<size_t>(w.right) : kernels::kNoWindow;
+      if (sources.sinks != nullptr) rule.sink = sources.sinks[h];
+      if (sources.alibi_slopes != nullptr) rule.alibi_slope = sources.alibi_slopes[h];
+      rule.alibi_symmetric = sources.alibi_symmetric;
       if (sources.weights != nullptr) {
         head.weights = sources.weights + (n * plan.H + h) * plan.L * keys;
         head.weights_stride = keys;

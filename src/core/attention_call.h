@@ -15,8 +15,22 @@
 #include "src/core/kv_cache_internal.h"
 #include "src/kernels/kernels.h"
 #include "src/kv_cache.h"
+#include "src/scaled_dot_product_attention.h"
+#include "src/status.h"
 
 namespace mha {
+
+// The score rule's options, the same for every head of a call
+// (kernels::ScoreRule; DESIGN.md, "The attention of today's models").
+struct ScoreOptions {
+  float scale = 1.0f;
+  float softcap = 0.0f;  // 0: off
+  WindowConfig window;
+};
+
+// The options' checks the module's config and the functional call share; not
+// the scale, which the functional form takes as PyTorch does (any float).
+Status CheckScoreOptions(const ScoreOptions& options);
 
 struct AttentionPlan {
   size_t N = 1, H = 1, Hkv = 1;  // batch entries, query heads, key/value heads
@@ -24,7 +38,7 @@ struct AttentionPlan {
   size_t qk_dim = 0, v_dim = 0;
   size_t num_extra = 0;  // keys after the T masked ones (bias_k, zero attention)
   bool causal = false;
-  float scale = 1.0f;
+  ScoreOptions score;
   AttentionKernel kernel = AttentionKernel::kFlash;  // decided once, by the checks
 
   size_t T() const { return P + S; }               // keys the masks cover
@@ -39,7 +53,7 @@ struct CallDims {
 // The plan of a call of these dims; the kernel that runs it is decided here,
 // once (ChooseAttentionKernel).
 AttentionPlan MakePlan(const CallDims& dims, size_t num_extra, bool need_weights, bool causal,
-                       float scale);
+                       const ScoreOptions& score);
 
 // Head (n, h) of a tensor starts at base + n * batch + h * head; its rows
 // are `row` floats apart.
@@ -60,6 +74,9 @@ struct HeadSources {
   const float* extra_k = nullptr;     // query head h: num_extra rows at h * num_extra * qk_dim
   const float* extra_v = nullptr;
   const size_t* masked_keys = nullptr;  // per batch entry (key padding trimmed), else T
+  const float* sinks = nullptr;         // one logit per query head, or null
+  const float* alibi_slopes = nullptr;  // one per query head, or null
+  bool alibi_symmetric = false;
   float* weights = nullptr;  // (n, h): L rows of Keys() at (n * H + h) * L * Keys(), or null
 };
 

@@ -1,5 +1,6 @@
 #include "src/multihead_attention.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -56,6 +57,31 @@ Status MultiheadAttention::Create(const MultiheadAttentionConfig& config,
   if (resolved.qk_head_dim == 0) resolved.qk_head_dim = head_dim;
   if (resolved.v_head_dim == 0) resolved.v_head_dim = head_dim;
   if (resolved.num_kv_heads == 0) resolved.num_kv_heads = c.num_heads;
+  if (!(std::isfinite(c.scale) && c.scale >= 0.0f)) {
+    return Status::InvalidArgument("scale: expected a positive finite number (or 0 for the "
+                                   "default), got " + std::to_string(c.scale));
+  }
+  if (resolved.scale == 0.0f) {
+    resolved.scale = 1.0f / std::sqrt(static_cast<float>(resolved.qk_head_dim));
+  }
+  MHA_RETURN_IF_ERROR(CheckScoreOptions({resolved.scale, c.softcap, c.window}));
+  for (const auto& [on, name] : {std::make_pair(c.window.enabled(), "window"),
+                                 std::make_pair(c.alibi.enabled, "alibi")}) {
+    if (on && (c.add_bias_kv || c.add_zero_attn)) {
+      return Status::InvalidArgument(std::string(name) + ": cannot be combined with add_bias_kv "
+                                     "or add_zero_attn (their keys have no position)");
+    }
+  }
+  if (c.alibi.enabled) {
+    std::vector<float>& slopes = resolved.alibi.slopes;
+    if (slopes.empty()) slopes = AlibiSlopes(c.num_heads);
+    if (static_cast<int64_t>(slopes.size()) != c.num_heads ||
+        !std::all_of(slopes.begin(), slopes.end(), [](float s) { return std::isfinite(s); })) {
+      return Status::InvalidArgument("alibi.slopes: expected num_heads (" +
+                                     std::to_string(c.num_heads) + ") finite slopes, got " +
+                                     std::to_string(slopes.size()));
+    }
+  }
   if (c.rotary.enabled) {
     RotaryConfig& r = resolved.rotary;
     if (r.dim == 0) r.dim = resolved.qk_head_dim;
@@ -75,6 +101,18 @@ Status MultiheadAttention::Create(const MultiheadAttentionConfig& config,
     return Status::OutOfMemory("config: not enough memory for the parameters");
   }
   return Status::Ok();
+}
+
+std::vector<float> AlibiSlopes(int64_t num_heads) {
+  const int64_t closest = int64_t{1} << static_cast<int>(std::floor(std::log2(num_heads)));
+  std::vector<float> slopes;
+  for (int64_t h = 0; h < closest; ++h) {
+    slopes.push_back(static_cast<float>(std::exp2(-8.0 * double(h + 1) / double(closest))));
+  }
+  for (int64_t k = 0; k < num_heads - closest; ++k) {
+    slopes.push_back(static_cast<float>(std::exp2(-4.0 * double(2 * k + 1) / double(closest))));
+  }
+  return slopes;
 }
 
 MultiheadAttention::MultiheadAttention(const MultiheadAttentionConfig& config)
@@ -102,6 +140,7 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionConfig& config)
     m.bias_k.assign(m.kk, 0.0f);
     m.bias_v.assign(m.kv, 0.0f);
   }
+  if (c.sinks) m.sinks.assign(c.num_heads, 0.0f);
   m.out_weight.assign(c.embed_dim * m.vv, 0.0f);
   const float* b = c.bias ? m.in_bias.data() : nullptr;
   m.q_proj.Reset(m.in_weight.data(), b, m.qk, c.embed_dim);
@@ -151,6 +190,7 @@ std::vector<ParameterSpec> MultiheadAttention::Parameters() const {
   }
   specs.push_back({"out_proj.weight", {c.embed_dim, m.vv}});
   if (c.bias) specs.push_back({"out_proj.bias", {c.embed_dim}});
+  if (c.sinks) specs.push_back({"sinks", {c.num_heads}});
   return specs;
 }
 
@@ -220,6 +260,7 @@ Status MultiheadAttention::LoadParameter(const std::string& name, const float* d
   if (name == "bias_v") dst = m.bias_v.data();
   if (name == "out_proj.weight") dst = m.out_weight.data();
   if (name == "out_proj.bias") dst = m.out_bias.data();
+  if (name == "sinks") dst = m.sinks.data();
   std::memcpy(dst, data, static_cast<size_t>(NumElements(shape)) * sizeof(float));
   m.loaded.insert(name);
   for (PackedLinear* p : {&m.q_proj, &m.k_proj, &m.v_proj, &m.qkv_proj, &m.out_proj}) {

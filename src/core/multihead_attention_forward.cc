@@ -152,7 +152,7 @@ ForwardPlan Plan(const MultiheadAttentionConfig& c, const Dims& dims, const Forw
   plan.attention = MakePlan({dims.N, c.num_heads, c.num_kv_heads, dims.L, dims.S, dims.P,
                              c.qk_head_dim, c.v_head_dim},
                             num_extra, o.need_weights, o.is_causal,
-                            1.0f / std::sqrt(static_cast<float>(c.qk_head_dim)));
+                            {c.scale, c.softcap, c.window});
   return plan;
 }
 

@@ -45,6 +45,7 @@ struct MultiheadAttention::Impl {
   std::vector<float> in_weight;
   std::vector<float> in_bias;  // [q; k; v] biases, or empty
   std::vector<float> bias_k, bias_v;
+  std::vector<float> sinks;  // num_heads, or empty
   std::vector<float> out_weight, out_bias;
   std::set<std::string> loaded;
   bool complete = false;  // every parameter loaded (`loaded` only grows): Forward checks once

@@ -143,6 +143,9 @@ HeadSources MultiheadAttention::Impl::Sources(const MultiheadAttentionConfig& c,
             per_head ? L * T : 0, T};
   s.key_bias = key_padding;
   s.masked_keys = live_keys.data();
+  s.sinks = c.sinks ? sinks.data() : nullptr;
+  s.alibi_slopes = c.alibi.enabled ? c.alibi.slopes.data() : nullptr;
+  s.alibi_symmetric = c.alibi.symmetric;
   // Per-head weights go straight into the result; averaged ones via scratch.
   if (o.need_weights && o.average_attn_weights) {
     s.weights = head_weights.Get(N * H * L * keys + 1);

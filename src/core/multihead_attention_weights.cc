@@ -36,6 +36,7 @@ ProjectionShapes ExpectedShapes(const std::vector<ParameterSpec>& accepted,
     if (spec.name == "out_proj.weight") e.out = spec.shape;
     if (spec.name == "bias_k") e.bias_k = spec.shape;
     if (spec.name == "bias_v") e.bias_v = spec.shape;
+    if (spec.name == "sinks") e.sinks = spec.shape;
   }
   e.bias = c.bias;
   e.config = ConfigString(c);

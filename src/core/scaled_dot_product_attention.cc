@@ -135,6 +135,15 @@ Status CheckSdpa(const TensorView& query, const TensorView& key, const TensorVie
                                    ShapeString(key.shape) +
                                    (options.cache != nullptr ? " and an empty cache" : ""));
   }
+  MHA_RETURN_IF_ERROR(CheckScoreOptions({options.scale, options.softcap, options.window}));
+  for (const auto& [name, t] : {std::make_pair("sinks", &options.sinks),
+                                std::make_pair("alibi_slopes", &options.alibi_slopes)}) {
+    if (t->data != nullptr && t->shape != Shape{d->H}) {
+      return Status::InvalidArgument(std::string(name) + ": expected shape " +
+                                     ShapeString(Shape{d->H}) + " (one per query head), got " +
+                                     ShapeString(t->shape));
+    }
+  }
   if (options.is_causal && options.attn_mask.present()) {
     return Status::InvalidArgument("attn_mask: must not be given together with is_causal");
   }
@@ -167,7 +176,8 @@ Status CheckMaskAndOutput(const TensorView& query, const TensorView& value,
 AttentionPlan Plan(const SdpaDims& d, const SdpaOptions& options) {
   const float scale =
       options.scale != 0.0f ? options.scale : 1.0f / std::sqrt(static_cast<float>(d.E));
-  return MakePlan({d.B, d.H, d.Hkv, d.L, d.S, d.P, d.E, d.Ev}, 0, false, options.is_causal, scale);
+  return MakePlan({d.B, d.H, d.Hkv, d.L, d.S, d.P, d.E, d.Ev}, 0, false, options.is_causal,
+                  {scale, options.softcap, options.window});
 }
 
 // The stages on checked inputs (attention_call.h). Throws std::bad_alloc,
@@ -192,6 +202,8 @@ void Run(const AttentionPlan& plan, const SdpaDims& d, const TensorView& query,
   rows.v_head = S * Ev;
   rows.v_step = Ev;
   sources.kv = AppendKeys(options.cache, rows, S);
+  sources.sinks = options.sinks.data;
+  sources.alibi_slopes = options.alibi_slopes.data;
   if (const float* mask = AdditiveMask(options.attn_mask, 0, &mask_storage)) {
     const std::vector<size_t>& strides = d.mask_strides;
     sources.mask = {mask, strides[0], d.rank == 4 ? strides[1] : 0, strides[d.rank - 2]};

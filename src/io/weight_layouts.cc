@@ -125,6 +125,7 @@ bool DescribeTorch(const ShapeMap& tensors, const std::string& p, AttentionModul
 
 bool Describe(const ShapeMap& tensors, const AttentionModule& m, AttentionModuleInfo* info) {
   info->module = m;
+  info->sinks = tensors.count(m.prefix + "sinks") != 0;
   if (m.layout == WeightLayout::kTorch) return DescribeTorch(tensors, m.prefix, info);
   int64_t out_rows, out_cols;
   if (!Matrix(tensors, m.out, &out_rows, &out_cols)) return false;

@@ -74,6 +74,7 @@ struct AttentionModuleInfo {
   int64_t q_size = 0, k_size = 0, v_size = 0;
   bool bias = false;     // the checkpoint holds some projection bias
   bool bias_kv = false;  // it holds bias_k and bias_v
+  bool sinks = false;    // it holds "sinks" (one logit per head, gpt-oss)
 };
 
 // Every attention module the tensors hold whose shapes are consistent,

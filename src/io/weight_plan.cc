@@ -9,7 +9,8 @@ namespace {
 // nn.MultiheadAttention's state_dict names.
 constexpr const char* kTorchNames[] = {"in_proj_weight", "q_proj_weight", "k_proj_weight",
                                        "v_proj_weight",  "in_proj_bias",  "bias_k",
-                                       "bias_v",         "out_proj.weight", "out_proj.bias"};
+                                       "bias_v",         "out_proj.weight", "out_proj.bias",
+                                       "sinks"};
 
 Status CheckShape(const ShapeMap& tensors, const std::string& name, const Shape& expected,
                   const ProjectionShapes& e) {
@@ -96,20 +97,24 @@ Status PlanOutput(const ShapeMap& tensors, const AttentionModule& m, const Proje
   return Status::Ok();
 }
 
-Status PlanBiasKV(const ShapeMap& tensors, const AttentionModule& m, const ProjectionShapes& e,
-                  std::vector<ParameterRecipe>* out) {
-  for (const auto& [name, shape] : {std::make_pair("bias_k", &e.bias_k),
-                                    std::make_pair("bias_v", &e.bias_v)}) {
+// The tensors under the prefix by their own names (bias_k, bias_v with
+// add_bias_kv; sinks with sinks): present exactly when the module asks.
+Status PlanOwnNames(const ShapeMap& tensors, const AttentionModule& m, const ProjectionShapes& e,
+                    std::vector<ParameterRecipe>* out) {
+  for (const auto& [name, shape, option] :
+       {std::make_tuple("bias_k", &e.bias_k, "add_bias_kv"),
+        std::make_tuple("bias_v", &e.bias_v, "add_bias_kv"),
+        std::make_tuple("sinks", &e.sinks, "sinks")}) {
     const std::string full = m.prefix + name;
     const bool present = tensors.count(full) != 0;
     if (shape->empty() && present) {
       return Status::InvalidArgument(full + ": in the checkpoint, but the module was created "
-                                     "without add_bias_kv");
+                                     "without " + option);
     }
     if (shape->empty()) continue;
     if (!present) {
       return Status::InvalidArgument(full + ": not in the checkpoint, and the module was created "
-                                     "with add_bias_kv");
+                                     "with " + option);
     }
     MHA_RETURN_IF_ERROR(CheckShape(tensors, full, *shape, e));
     out->push_back({name, *shape, {{full, false, 0, (*shape)[0]}}});
@@ -145,7 +150,7 @@ Status PlanParameters(const ShapeMap& tensors, const AttentionModule& module,
   MHA_RETURN_IF_ERROR(module.qkv.empty() ? PlanSeparate(tensors, module, expected, out)
                                          : PlanFused(tensors, module, expected, out));
   MHA_RETURN_IF_ERROR(PlanOutput(tensors, module, expected, out));
-  return PlanBiasKV(tensors, module, expected, out);
+  return PlanOwnNames(tensors, module, expected, out);
 }
 
 const std::string* WholeTensor(const ParameterRecipe& recipe, const ShapeMap& tensors) {

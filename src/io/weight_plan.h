@@ -21,6 +21,7 @@ struct ProjectionShapes {
   Shape q, k, v, out;     // Linear weights: (out_features, in_features)
   bool bias = true;
   Shape bias_k, bias_v;   // empty without add_bias_kv
+  Shape sinks;            // empty without sinks
   std::string config;     // "embed_dim 16, num_heads 2, ...", for messages
 };
 
@@ -43,7 +44,7 @@ struct ParameterRecipe {
 // The recipes for `module`. torch: every nn.MultiheadAttention name under the
 // prefix as it is (the module checks those names and shapes itself, and
 // their recipe names are relative to the prefix). Other layouts: q/k/v_proj_weight,
-// in_proj_bias, out_proj.*, bias_k/bias_v, after checking every tensor used
+// in_proj_bias, out_proj.*, bias_k/bias_v, sinks, after checking every tensor used
 // against `expected`; a bias in the checkpoint when `expected.bias` is false
 // is an error.
 Status PlanParameters(const ShapeMap& tensors, const AttentionModule& module,

@@ -247,7 +247,7 @@ inline void DecodePartial(const DecodeGroup& g, size_t j0, size_t j1, float* sta
       float* row = scores + r * kDecodeSubBlock;
       float* s = state + r * row_size;
       DecodeDots(qs + r * qk_pad, k, k_step, qk_pad, cols, row);
-      ApplyScoreRule(g.rule[r], 0, 1, c0, cols, 1.0f, row, 1);
+      ApplyScoreRule(g.rule[r], 0, 1, c0, cols, cols, 1.0f, row, 1);
       const float corr = DecodeSoftmax(cols, row, s + v_pad);
       DecodeValues(row, v, v_step, v_pad, cols, corr, s);
     }
@@ -272,6 +272,7 @@ inline void DecodeMerge(const DecodeGroup& g, const float* states, size_t count,
       sum += s[v_pad + 1] * w;
       for (size_t e = 0; e < dv; ++e) out[e] += s[e] * w;
     }
+    if (sum > 0.0f) sum += std::exp(g.rule[r].sink - max);
     const float inv = sum > 0.0f ? 1.0f / sum : std::numeric_limits<float>::quiet_NaN();
     for (size_t e = 0; e < dv; ++e) out[e] *= inv;
   }

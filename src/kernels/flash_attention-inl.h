@@ -6,8 +6,8 @@
 // over keys becomes lane-wise max, exp and sum down the rows, with no
 // horizontal reductions. Without weights, an online softmax keeps a running
 // max and sum per query, so the L x S score matrix never exists (flash
-// attention); tiles that causal or key-padding masks remove entirely are
-// skipped. With weights, the scores go to the caller's weights rows, are
+// attention); tiles that causal, window or key-padding masks remove entirely
+// are skipped. With weights, the scores go to the caller's weights rows, are
 // softmax-normalised there and then multiply V. Keys and values stored as
 // float16 (a float16 KV cache) are converted one tile at a time, into
 // per-thread scratch: never the whole cache at once.
@@ -20,6 +20,7 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <limits>
@@ -205,7 +206,7 @@ inline void ScoreTile(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
           });
     }
   }
-  ApplyScoreRule(h.rule, i0, n, j0, masked_cols, unit, st, chunk);
+  ApplyScoreRule(h.rule, i0, n, j0, cols, masked_cols, unit, st, chunk);
 }
 
 // The online softmax over one tile of base-2 scores, lane-wise per query:
@@ -262,9 +263,10 @@ inline void AccumulateTile(const AttentionHead& h, size_t i0, size_t n, size_t j
   }
   for (size_t q0 = 0; q0 < n; q0 += kTileRows) {
     const size_t rows = HWY_MIN(kTileRows, n - q0);
-    // Causal: keys after the block's last query weigh 0 for all its rows.
+    // Causal or a window's right side: keys after the block's last query's
+    // horizon weigh 0 for all its rows.
     size_t keys = cols;
-    if (h.rule.causal && j0 + cols <= h.masked_keys) {
+    if (j0 + cols <= h.masked_keys) {
       const size_t end = h.rule.Horizon(i0 + q0 + kTileRows - 1);
       keys = HWY_MIN(cols, end > j0 ? end - j0 : 0);
     }
@@ -296,11 +298,15 @@ inline size_t UnpaddedCols(const AttentionHead& h, size_t j0, size_t cols) {
   return cols;
 }
 
-// out[i0 + q] = acc_q / sum[q]; NaN for a query that attended to nothing.
-inline void WriteOutputRows(const AttentionHead& h, size_t i0, size_t n, const ChunkScratch& s) {
+// out[i0 + q] = acc_q / (sum[q] + 2^(sink - max[q])); NaN for a query that
+// attended to nothing. `sink` in the units of max (-inf: none, or already in
+// the sums).
+inline void WriteOutputRows(const AttentionHead& h, size_t i0, size_t n, const ChunkScratch& s,
+                            float sink) {
   const size_t v_pad = PaddedVDim(h.v_dim);
   for (size_t q = 0; q < n; ++q) {
-    const float sum = s.row_sum[q];
+    float sum = s.row_sum[q];
+    if (sink != kNegInf && sum > 0.0f) sum += std::exp2(sink - s.row_max[q]);
     const float inv = sum > 0.0f ? 1.0f / sum : std::numeric_limits<float>::quiet_NaN();
     const float* acc = s.acc + q * v_pad;
     float* out = h.out + (i0 + q) * h.out_stride;
@@ -317,7 +323,9 @@ inline void FlashChunk(const AttentionHead& h, size_t i0, size_t n, const ChunkS
   std::fill(s.row_sum, s.row_sum + chunk, 0.0f);
   std::fill(s.acc, s.acc + n * PaddedVDim(h.v_dim), 0.0f);
   const size_t num_keys = h.num_keys();
-  for (size_t j0 = 0; j0 < num_keys; j0 += kKeyTile) {
+  // A window: tiles before the first query's start are never read, so a
+  // window of W costs O(W) per query, whatever the keys.
+  for (size_t j0 = h.rule.Start(i0) / kKeyTile * kKeyTile; j0 < num_keys; j0 += kKeyTile) {
     const size_t cols = UnpaddedCols(h, j0, HWY_MIN(kKeyTile, num_keys - j0));
     // Causal: every query of the chunk is before this tile's first key (a
     // later tile may still hold the never-masked extra keys).
@@ -328,7 +336,7 @@ inline void FlashChunk(const AttentionHead& h, size_t i0, size_t n, const ChunkS
     OnlineSoftmaxTile(cols, n_pad, s);
     AccumulateTile(h, i0, n, j0, cols, s);
   }
-  WriteOutputRows(h, i0, n, s);
+  WriteOutputRows(h, i0, n, s, h.rule.sink * kLog2e);
 }
 
 // Materialised attention for queries [i0, i0 + n): weights rows first.
@@ -346,7 +354,9 @@ inline void WeightsChunk(const AttentionHead& h, size_t i0, size_t n, const Chun
       for (size_t c = 0; c < cols; ++c) row[c] = s.st[c * chunk + q];
     }
   }
-  for (size_t q = 0; q < n; ++q) SoftmaxRow(weights + q * h.weights_stride, num_keys);
+  for (size_t q = 0; q < n; ++q) {
+    SoftmaxRow(weights + q * h.weights_stride, num_keys, h.rule.sink);
+  }
   std::fill(s.corr, s.corr + chunk, 1.0f);
   std::fill(s.row_sum, s.row_sum + chunk, 1.0f);
   std::fill(s.acc, s.acc + n * PaddedVDim(h.v_dim), 0.0f);
@@ -359,7 +369,7 @@ inline void WeightsChunk(const AttentionHead& h, size_t i0, size_t n, const Chun
     }
     AccumulateTile(h, i0, n, j0, cols, s);
   }
-  WriteOutputRows(h, i0, n, s);
+  WriteOutputRows(h, i0, n, s, kNegInf);
 }
 
 inline void Attention(const AttentionHead& h, size_t q_begin, size_t q_end, float* scratch) {

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 namespace mha {
 namespace kernels {
@@ -48,6 +49,9 @@ const char* GemmTileName(size_t tile_rows);
 
 // ---- Attention for one (batch, head): softmax(Q K^T * scale + masks) V. ----
 
+// A side of a sliding window without bound.
+constexpr size_t kNoWindow = SIZE_MAX;
+
 // Which keys a query may see, and with what additive bias: the one rule the
 // flash kernel's score tiles, its weights path and the decode kernel all
 // apply (ApplyScoreRule, score_rule-inl.h). It covers the first masked_keys
@@ -62,10 +66,34 @@ struct ScoreRule {
   // causal_offset keys) and may not see keys after it.
   bool causal = false;
   size_t causal_offset = 0;
+  // Soft-capping (Gemma 2): each score s (scale included) becomes
+  // softcap * tanh(s / softcap) before any bias or mask; 0: off. It covers
+  // every key, the extra ones too.
+  float softcap = 0.0f;
+  // Sliding window: query i sees keys Position(i) - window_left <= j <=
+  // Position(i) + window_right (kNoWindow: no bound on that side).
+  size_t window_left = kNoWindow, window_right = kNoWindow;
+  // A sink (gpt-oss): the logit e^sink joins the softmax's denominator, so
+  // the weights sum to less than 1; -inf: none. A row with no key to attend
+  // stays NaN.
+  float sink = -std::numeric_limits<float>::infinity();
+  // ALiBi: each score gains alibi_slope * (j - Position(i)), or with
+  // alibi_symmetric -alibi_slope * |j - Position(i)| (jina-bert-v2); 0: none.
+  float alibi_slope = 0.0f;
+  bool alibi_symmetric = false;
 
   size_t Position(size_t i) const { return i + causal_offset; }
-  // Query i may see keys [0, Horizon(i)) at most (SIZE_MAX: every key).
-  size_t Horizon(size_t i) const { return causal ? Position(i) + 1 : SIZE_MAX; }
+  // Query i may see keys [Start(i), Horizon(i)) at most (Horizon SIZE_MAX:
+  // every key from Start(i) on). Both grow by one from a query to the next.
+  size_t Start(size_t i) const {
+    return window_left == kNoWindow || Position(i) < window_left ? 0 : Position(i) - window_left;
+  }
+  size_t Horizon(size_t i) const {
+    const size_t causal_end = causal ? Position(i) + 1 : SIZE_MAX;
+    if (window_right == kNoWindow) return causal_end;
+    const size_t window_end = Position(i) + window_right + 1;
+    return window_end < causal_end ? window_end : causal_end;
+  }
   // The rule of query i alone, as query 0 (the decode kernel's rows).
   ScoreRule Row(size_t i) const {
     ScoreRule r = *this;
@@ -133,6 +161,7 @@ struct DecodeGroup {
   size_t k_stride = 0, v_stride = 0;
   bool half = false;                   // k, v hold IEEE float16 (uint16_t), else float
   size_t num_keys = 0, qk_dim = 0, v_dim = 0;
+  size_t first_key = 0;  // no row sees a key before it (a window's left side)
   float scale = 1.0f;
 };
 

@@ -11,25 +11,66 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <limits>
 
+#include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "src/kernels/kernels.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mha {
 namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
 
-// For queries i0 + q (q < n) and keys j0 + c (c < cols, all below the
-// head's masked_keys): scores[c * key_stride + q] += unit * (the masks'
-// bias), or -inf where the key is hidden from the query. `unit` is the
-// factor the scores already carry beyond the head's scale (1, or log2(e) in
-// base 2). Keys outer, queries contiguous: the flash tile's layout; a decode
-// row is n = 1.
+// x[i] = cap * tanh(x[i] / cap) for i < count.
+inline void SoftcapRun(float* HWY_RESTRICT x, size_t count, float cap) {
+  const hn::ScalableTag<float> d;
+  const hn::CappedTag<float, 1> d1;
+  const size_t lanes = hn::Lanes(d);
+  const float inv = 1.0f / cap;
+  size_t i = 0;
+  for (; i + lanes <= count; i += lanes) {
+    const auto t = hn::Tanh(d, hn::Mul(hn::LoadU(d, x + i), hn::Set(d, inv)));
+    hn::StoreU(hn::Mul(t, hn::Set(d, cap)), d, x + i);
+  }
+  for (; i < count; ++i) x[i] = cap * hn::GetLane(hn::Tanh(d1, hn::Set(d1, x[i] * inv)));
+}
+
+// For queries i0 + q (q < n) and keys j0 + c (c < cols): soft-caps
+// scores[c * key_stride + q], then, for the keys below the head's
+// masked_keys (c < masked_cols), adds unit * (the masks' bias), or -inf
+// where the key is hidden from the query. `unit` is the factor the scores
+// already carry beyond the head's scale (1, or log2(e) in base 2). Keys
+// outer, queries contiguous: the flash tile's layout; a decode row is n = 1.
 inline void ApplyScoreRule(const kernels::ScoreRule& r, size_t i0, size_t n, size_t j0,
-                           size_t cols, float unit, float* HWY_RESTRICT scores,
-                           size_t key_stride) {
+                           size_t cols, size_t masked_cols, float unit,
+                           float* HWY_RESTRICT scores, size_t key_stride) {
+  if (r.softcap != 0.0f) {
+    const float cap = r.softcap * unit;
+    if (n == 1 && key_stride == 1) {
+      SoftcapRun(scores, cols, cap);  // a decode row: its keys are contiguous
+    } else {
+      for (size_t c = 0; c < cols; ++c) SoftcapRun(scores + c * key_stride, n, cap);
+    }
+  }
+  cols = masked_cols;
+  if (r.alibi_slope != 0.0f) {
+    // Per key, the bias of query q is base - step * q (j - p_i falls by one a
+    // query); symmetric, its magnitude turns where the query passes the key.
+    const float step = r.alibi_slope * unit;
+    const float p0 = static_cast<float>(r.Position(i0));
+    for (size_t c = 0; c < cols; ++c) {
+      const float base = static_cast<float>(j0 + c) - p0;
+      float* HWY_RESTRICT row = scores + c * key_stride;
+      if (r.alibi_symmetric) {
+        for (size_t q = 0; q < n; ++q) row[q] -= step * std::abs(base - static_cast<float>(q));
+      } else {
+        for (size_t q = 0; q < n; ++q) row[q] += step * (base - static_cast<float>(q));
+      }
+    }
+  }
   // Each part loops only where it applies: a decode row that sees every key
   // of a sub-block costs three tests, not three per key.
   if (r.key_bias != nullptr) {
@@ -44,12 +85,22 @@ inline void ApplyScoreRule(const kernels::ScoreRule& r, size_t i0, size_t n, siz
       for (size_t q = 0; q < n; ++q) scores[c * key_stride + q] += mask[q * r.mask_stride] * unit;
     }
   }
-  // Causal: key j is hidden from the queries whose horizon does not pass it,
-  // the first j + 1 - Horizon(i0) of them.
+  // Causal and a window's right side: key j is hidden from the queries whose
+  // horizon does not pass it, the first j + 1 - Horizon(i0) of them.
   const size_t horizon = r.Horizon(i0);
   for (size_t c = horizon > j0 ? horizon - j0 : 0; c < cols; ++c) {
     float* HWY_RESTRICT row = scores + c * key_stride;
     std::fill(row, row + HWY_MIN(n, j0 + c + 1 - horizon), -std::numeric_limits<float>::infinity());
+  }
+  // A window's left side: key j is hidden from the queries whose window
+  // starts after it, from query j + window_left + 1 - Position(i0) on: fewer
+  // for each later key, none from Start(i0 + n - 1) on.
+  const size_t end = HWY_MIN(cols, r.Start(i0 + n - 1) > j0 ? r.Start(i0 + n - 1) - j0 : 0);
+  for (size_t c = 0; c < end; ++c) {
+    const size_t lead = j0 + c + r.window_left + 1, position = r.Position(i0);
+    const size_t first = lead > position ? lead - position : 0;
+    float* HWY_RESTRICT row = scores + c * key_stride;
+    std::fill(row + first, row + n, -std::numeric_limits<float>::infinity());
   }
 }
 

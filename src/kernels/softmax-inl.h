@@ -8,6 +8,7 @@
 #define MHA_SRC_KERNELS_SOFTMAX_INL_H_
 #endif
 
+#include <cmath>
 #include <cstddef>
 #include <limits>
 
@@ -142,13 +143,15 @@ inline void MulRow(float* HWY_RESTRICT x, size_t n, float factor) {
   for (; i < n; ++i) x[i] *= factor;
 }
 
-inline void SoftmaxRow(float* HWY_RESTRICT x, size_t n) {
+// With a sink, e^sink joins the denominator; a row of -inf is NaN all the same.
+inline void SoftmaxRow(float* HWY_RESTRICT x, size_t n,
+                       float sink = -std::numeric_limits<float>::infinity()) {
   const float max = RowMax(x, n);
   if (max == -std::numeric_limits<float>::infinity()) {
     for (size_t i = 0; i < n; ++i) x[i] = std::numeric_limits<float>::quiet_NaN();
     return;
   }
-  const float sum = ExpShiftSum(x, n, max);
+  const float sum = ExpShiftSum(x, n, max) + std::exp(sink - max);
   MulRow(x, n, 1.0f / sum);
 }
 

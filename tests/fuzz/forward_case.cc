@@ -52,6 +52,10 @@ bool SdpaShapesValid(const Shape& q, const Shape& k, const Shape& v, const mha::
   k_want[rank - 2] = v_want[rank - 2] = k[rank - 2];
   v_want[rank - 1] = v[rank - 1];
   if (k != k_want || v != v_want || q[rank - 1] == 0 || k[rank - 2] == 0) return false;
+  const Shape per_head = {rank == 4 ? q[1] : 1};
+  for (const mha::TensorView* t : {&o.sinks, &o.alibi_slopes}) {
+    if (t->data != nullptr && t->shape != per_head) return false;
+  }
   if (!o.attn_mask.present()) return true;
   if (o.is_causal) return false;
   const Shape& m = o.attn_mask.shape;
@@ -122,6 +126,17 @@ std::string MhaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
   config.qk_head_dim = in.Int(0, 3) == 0 ? in.Int(1, 6) : 0;
   config.v_head_dim = in.Int(0, 3) == 0 ? in.Int(1, 6) : 0;
   config.batch_first = in.Bool();
+  // The score options of today's models; window and ALiBi only where every key
+  // has a position (Create refuses them with bias_k or zero attention).
+  if (in.Int(0, 3) == 0) config.scale = in.Bool() ? 1.0f : 0.3f;
+  if (in.Int(0, 3) == 0) config.softcap = in.Bool() ? 0.7f : 20.0f;
+  const bool positional = !config.add_bias_kv && !config.add_zero_attn;
+  if (positional && in.Int(0, 3) == 0) config.window = {in.Int(-1, 4), in.Int(-1, 4)};
+  if (positional && in.Int(0, 3) == 0) {
+    config.alibi.enabled = true;
+    config.alibi.symmetric = in.Bool();
+  }
+  config.sinks = in.Int(0, 3) == 0;
   std::unique_ptr<mha::MultiheadAttention> module;
   const mha::Status created = mha::MultiheadAttention::Create(config, &module);
   const bool creatable = config.embed_dim % config.num_heads == 0 ||
@@ -141,7 +156,8 @@ std::string MhaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
   for (size_t i = 0; i < specs.size(); ++i) {
     if (static_cast<int>(i) == skipped) continue;
     std::vector<float>& values = params[specs[i].name];
-    FuzzTensor(in, specs[i].shape, specials, &values);
+    // Sinks stay finite: a NaN one would poison its head's rows, masked or not.
+    FuzzTensor(in, specs[i].shape, specials && specs[i].name != "sinks", &values);
     tame &= Tame(values);
     const mha::Status loaded = module->LoadParameter(specs[i].name, values.data(), specs[i].shape);
     if (!loaded.ok()) return "LoadParameter(" + specs[i].name + "): " + loaded.message();
@@ -189,7 +205,8 @@ std::string MhaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
     auto batch_of = [&](size_t seq) {
       return [=](size_t row) { return !batched ? 0 : bf ? row / seq : row % Nq; };
     };
-    const bool unmasked = !o.key_padding_mask.present() && !o.attn_mask.present() && !o.is_causal;
+    const bool unmasked = !o.key_padding_mask.present() && !o.attn_mask.present() &&
+                          !o.is_causal && !c.window.enabled();
     return CheckNanRows(qd, c.embed_dim, self ? qd : kd, c.kdim, self ? qd : vd, c.vdim, unmasked,
                         batch_of(Lq), batch_of(Sk), result.output, c.embed_dim);
   }
@@ -220,6 +237,13 @@ std::string SdpaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
   o.attn_mask = FuzzMask(in, in.Int(0, 2), MaybeBreak(in, mask_shape), specials, &mask_b, &mask_f);
   o.is_causal = in.Int(0, 3) == 0;
   o.scale = in.Int(0, 3) == 0 ? in.Value(specials) : 0.0f;
+  if (in.Int(0, 3) == 0) o.softcap = in.Bool() ? 0.7f : 20.0f;
+  if (in.Int(0, 3) == 0) o.window = {in.Int(-1, 4), in.Int(-1, 4)};
+  std::vector<float> sinks, slopes;  // finite, as the module's sinks
+  if (in.Int(0, 3) == 0) o.sinks = FuzzTensor(in, MaybeBreak(in, {rank4 ? H : 1}), false, &sinks);
+  if (in.Int(0, 3) == 0) {
+    o.alibi_slopes = FuzzTensor(in, MaybeBreak(in, {rank4 ? H : 1}), false, &slopes);
+  }
 
   mha::Tensor output;
   const mha::Status status = mha::ScaledDotProductAttention(query, key, value, o, &output, pool);
@@ -234,7 +258,7 @@ std::string SdpaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
   const size_t q_row = query.shape.back(), out_row = value.shape.back();
   if (!(Tame(qd) && Tame(kd) && Tame(vd) && Tame(mask_f, true) && Tame({o.scale}))) {
     const size_t L = query.shape[query.shape.size() - 2], S = key.shape[key.shape.size() - 2];
-    const bool unmasked = !o.attn_mask.present() && !o.is_causal;
+    const bool unmasked = !o.attn_mask.present() && !o.is_causal && !o.window.enabled();
     // A NaN value only poisons its own feature here: no output projection mixes them.
     return CheckNanRows(qd, q_row, kd, key.shape.back(), vd, 0, unmasked,
                         [=](size_t row) { return row / L; }, [=](size_t row) { return row / S; },

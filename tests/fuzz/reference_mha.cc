@@ -17,12 +17,29 @@ double MaskTerm(const mha::MaskView& m, size_t i, bool masked_if) {
 }
 
 // softmax over `s` in place; a row of only -inf becomes NaN, as in PyTorch.
-void Softmax(std::vector<double>* s) {
+// A sink logit joins the denominator (it does not rescue such a row).
+void Softmax(std::vector<double>* s, double sink = kNegInf) {
   double max = kNegInf;
   for (double x : *s) max = x > max ? x : max;
-  double sum = 0.0;
+  double sum = max == kNegInf ? 0.0 : std::exp(sink - max);
   for (double& x : *s) sum += (x = std::exp(x - max));
   for (double& x : *s) x /= sum;
+}
+
+// The score options of today's models on score s of query position `pos` and
+// key j, after the scale (DESIGN.md's order: softcap, then ALiBi; the window
+// is a mask: Hidden, with the others).
+double SoftcapAlibi(double s, double softcap, double slope, bool symmetric, size_t pos, size_t j) {
+  if (softcap != 0.0) s = softcap * std::tanh(s / softcap);
+  const double rel = double(j) - double(pos);
+  return s + (symmetric ? -slope * std::abs(rel) : slope * rel);
+}
+
+// Whether causality or the window hides key j from the query at `pos`.
+bool Hidden(bool causal, const mha::WindowConfig& w, size_t pos, size_t j) {
+  const double rel = double(j) - double(pos);
+  return (causal && rel > 0) || (w.left >= 0 && rel < -double(w.left)) ||
+         (w.right >= 0 && rel > double(w.right));
 }
 
 // Rows of x (row-major, `in` features) times W^T (out x in) + b.
@@ -130,7 +147,8 @@ void ReferenceMha(const mha::MultiheadAttentionConfig& c,
   const float* bias_k = Param(p, "bias_k");
   const float* bias_v = Param(p, "bias_v");
   const size_t keys = S + (c.add_bias_kv ? 1 : 0) + (c.add_zero_attn ? 1 : 0);
-  const double scale = 1.0 / std::sqrt(double(dq));
+  const double scale = c.scale != 0.0f ? double(c.scale) : 1.0 / std::sqrt(double(dq));
+  const float* sinks = Param(p, "sinks");
 
   std::vector<double> heads_out(N * L * VV);
   std::vector<double> weights(N * H * L * keys);
@@ -148,16 +166,21 @@ void ReferenceMha(const mha::MultiheadAttentionConfig& c,
             dot += qi[d] * kd;
           }
           s[j] = dot * scale;
-          if (j >= S) continue;  // bias_k and zero keys are never masked
+          if (j >= S) {  // bias_k and zero keys are never masked
+            if (c.softcap != 0.0f) s[j] = c.softcap * std::tanh(s[j] / c.softcap);
+            continue;
+          }
+          const double slope = c.alibi.enabled ? c.alibi.slopes[h] : 0.0;
+          s[j] = SoftcapAlibi(s[j], c.softcap, slope, c.alibi.symmetric, first_query + i, j);
           const mha::MaskView& am = o.attn_mask;
           if (am.present()) {
             const size_t plane = am.shape.size() == 3 ? (n * H + h) : 0;
             s[j] += MaskTerm(am, (plane * L + i) * S + j, true);
           }
           if (o.key_padding_mask.present()) s[j] += MaskTerm(o.key_padding_mask, n * S + j, true);
-          if (o.is_causal && j > first_query + i) s[j] = kNegInf;
+          if (Hidden(o.is_causal, c.window, first_query + i, j)) s[j] = kNegInf;
         }
-        Softmax(&s);
+        Softmax(&s, sinks != nullptr ? sinks[h] : kNegInf);
         for (size_t j = 0; j < keys; ++j) weights[((n * H + h) * L + i) * keys + j] = s[j];
         for (size_t d = 0; d < dv; ++d) {
           double acc = 0.0;
@@ -238,11 +261,12 @@ void ReferenceSdpa(const mha::TensorView& query, const mha::TensorView& key,
           for (size_t e = 0; e < E; ++e) {
             dot += double(query.data[(bh * L + i) * E + e]) * key.data[(bh * S + j) * E + e];
           }
-          s[j] = dot * scale;
+          const double slope = o.alibi_slopes.data != nullptr ? o.alibi_slopes.data[h] : 0.0;
+          s[j] = SoftcapAlibi(dot * scale, o.softcap, slope, false, i, j);
           if (m.present()) s[j] += MaskTerm(m, mask_index(b, h, i, j), false);
-          if (o.is_causal && j > i) s[j] = kNegInf;
+          if (Hidden(o.is_causal, o.window, i, j)) s[j] = kNegInf;
         }
-        Softmax(&s);
+        Softmax(&s, o.sinks.data != nullptr ? o.sinks.data[h] : kNegInf);
         for (size_t d = 0; d < Ev; ++d) {
           double acc = 0.0;
           for (size_t j = 0; j < S; ++j) acc += s[j] * value.data[(bh * S + j) * Ev + d];

@@ -37,6 +37,15 @@ function randomConfig() {
     vHeadDim: maybe([1, 2, 4, 6]),
     numKVHeads: maybe([1, 2, 3, 4, 8]),
     dropout: pick([0, 0, 0.1, 0.5, 1 - 1e-12, 1, -0.25, -1e-50, NaN]),
+    // Bad score options rarely, so that enough configs are made.
+    scale: random() < 0.9 ? maybe([0.125, 1, 0.5, 1e-50, 0]) : pick([1e39, -1, NaN]),
+    softcap: random() < 0.9 ? maybe([50, 30, 0.5, 0]) : pick([1e39, -1, Infinity]),
+    // Refused with addBiasKV / addZeroAttn.
+    window: random() < 0.8 ? undefined : pick([1, 4, [2, 1], [0, 0]]),
+    sinks: maybe([true, false]),   // a parameter: the lists must agree
+    // Refused with addBiasKV / addZeroAttn, or slopes not numHeads of them.
+    alibi: random() < 0.92 ? undefined : pick([true, { symmetric: true },
+      { slopes: new Float32Array([0.5, 0.25]) }, { slopes: new Float32Array([1, NaN]) }]),
   };
   if (random() < 0.5) {
     config.rotary = {

@@ -1,6 +1,7 @@
 // Every decoding fixture (tests/fixtures/decoding, from PyTorch via
-// decoding_fixtures.py and beam_fixtures.py) through the public API: a
-// schedule of calls on one KV cache (prefill, steps, chunks, truncation,
+// decoding_fixtures.py and beam_fixtures.py, and tests/fixtures/models, the
+// attention of today's models via model_fixtures.py) through the public API:
+// a schedule of calls on one KV cache (prefill, steps, chunks, truncation,
 // beam-search reorders, cross-attention over a filled cache), each call's
 // output and weights against the fixture, on every compiled Highway target,
 // single-threaded and on a 2-thread pool where the decode kernel's key ranges
@@ -44,6 +45,12 @@ int64_t Int(const mha::json::Value& v, const char* key) {
   return x != nullptr ? x->integer : 0;
 }
 
+// A number the config may omit (0 then).
+float Number(const mha::json::Value& v, const char* key) {
+  const mha::json::Value* x = v.Find(key);
+  return x != nullptr ? static_cast<float>(x->number) : 0.0f;
+}
+
 bool Bool(const mha::json::Value& v, const char* key) {
   const mha::json::Value* x = v.Find(key);
   return x != nullptr && x->boolean;
@@ -64,6 +71,27 @@ mha::Status ReadDecodeConfig(const Fixture& f, DecodeConfig* out) {
   m.batch_first = Bool(v, "batch_first");
   m.qk_head_dim = Int(v, "qk_head_dim");
   m.v_head_dim = Int(v, "v_head_dim");
+  m.scale = Number(v, "scale");
+  m.softcap = Number(v, "softcap");
+  m.sinks = Bool(v, "sinks");
+  // alibi: null, true, {"slopes": [...]} or {"symmetric": true}.
+  const mha::json::Value* alibi = v.Find("alibi");
+  if (alibi != nullptr && alibi->type != mha::json::Type::kNull) {
+    m.alibi.enabled = true;
+    if (alibi->type == mha::json::Type::kObject) {
+      m.alibi.symmetric = Bool(*alibi, "symmetric");
+      if (const mha::json::Value* slopes = alibi->Find("slopes")) {
+        for (const mha::json::Value& s : slopes->array) m.alibi.slopes.push_back(s.number);
+      }
+    }
+  }
+  // window: null, W (left W - 1) or [left, right].
+  const mha::json::Value* window = v.Find("window");
+  if (window != nullptr && window->type == mha::json::Type::kArray) {
+    m.window = {window->array[0].integer, window->array[1].integer};
+  } else if (window != nullptr && window->type == mha::json::Type::kNumber) {
+    m.window.left = window->integer - 1;
+  }
   const mha::json::Value* rotary = v.Find("rotary");
   if (rotary->type == mha::json::Type::kObject) {
     m.rotary.enabled = true;
@@ -157,6 +185,12 @@ void RunSchedule(Fixture& f, const DecodeConfig& c, mha::ThreadPool* pool, int* 
       mha::SdpaOptions o;
       o.is_causal = step.is_causal;
       o.enable_gqa = c.enable_gqa;
+      o.scale = c.module.scale;
+      o.softcap = c.module.softcap;
+      o.window = c.module.window;
+      if (c.module.sinks) ASSERT_OK(f.View("param.sinks", &o.sinks));
+      const std::vector<float>& slopes = c.module.alibi.slopes;
+      if (!slopes.empty()) o.alibi_slopes = {slopes.data(), {static_cast<int64_t>(slopes.size())}};
       o.cache = cache.get();
       ASSERT_OK(mha::ScaledDotProductAttention(q, k, v, o, &output, pool));
     } else {
@@ -180,7 +214,7 @@ void RunSchedule(Fixture& f, const DecodeConfig& c, mha::ThreadPool* pool, int* 
     EXPECT_EQ(cache->length(), expected_length);
     ++call;
   }
-  EXPECT_GE(call, 3);
+  EXPECT_GE(call, c.steps.size() == 1 ? 1 : 3);  // one call: a one-shot forward
 }
 
 class DecodingFixtureTest : public hwy::TestWithParamTargetAndT<std::string> {};
@@ -220,12 +254,18 @@ INSTANTIATE_TEST_SUITE_P(AllTargets, DecodingFixtureTest,
                                             ::testing::ValuesIn(ListFixtures("decoding"))),
                          ParamName);
 
+INSTANTIATE_TEST_SUITE_P(Models, DecodingFixtureTest,
+                         ::testing::Combine(::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()),
+                                            ::testing::ValuesIn(ListFixtures("models"))),
+                         ParamName);
+
 TEST(DecodingFixtureList, HasFixtures) {
   const std::vector<std::string> all = ListFixtures("decoding");
   EXPECT_GE(all.size(), 25u);
   EXPECT_GE(std::count_if(all.begin(), all.end(), [](const std::string& path) {
               return path.find("/beam_") != std::string::npos;
             }), 5);
+  EXPECT_GE(ListFixtures("models").size(), 8u);
 }
 
 }  // namespace

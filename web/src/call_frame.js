@@ -11,7 +11,8 @@ import { checkShape, numElements } from './validate.js';
 
 // The frame's layout in uint32 words (Frame::Layout, its one definition),
 // read once per module instance: { slots: the tensors' names in slot order,
-// slotWords, flags: {name: bit}, flagsWord, scaleWord, outputWord,
+// slotWords, flags: {name: bit}, flagsWord, numberWords: {name: word of a
+// float}, integerWords: {name: word of an int32}, outputWord,
 // weightsWord, maxResultRank, fixedWords }. A tensor slot: address (0:
 // absent), rank, 1 for a bool mask, index of its first dim; the dims follow
 // the fixed words.
@@ -89,8 +90,9 @@ function resultAt(wasm, frameWord, maxRank) {
 
 // Copies `tensors` (see layOut) and the frame into the heap, runs
 // call(frameAddress, result) -> status and returns { output, weights }.
-// flags: {name: boolean} of the layout's flags; scale: the frame's float.
-export function callFrame(wasm, what, tensors, flags, scale, call) {
+// flags: {name: boolean} of the layout's flags; numbers: {name: number} of
+// the layout's floats and int32s (absent: 0).
+export function callFrame(wasm, what, tensors, flags, numbers, call) {
   const layout = layoutOf(wasm);
   const { read, copies, bytes } = layOut(layout, tensors);
   const block = takeBlock(wasm, bytes);
@@ -111,7 +113,13 @@ export function callFrame(wasm, what, tensors, flags, scale, call) {
     });
     u32[frame + layout.flagsWord] = Object.keys(flags)
       .reduce((bits, name) => (flags[name] ? bits | layout.flags[name] : bits), 0);
-    f32[frame + layout.scaleWord] = scale;
+    for (const [name, value] of Object.entries(numbers)) {
+      if (name in layout.integerWords) {
+        u32[frame + layout.integerWords[name]] = value;   // as int32: -1 is 0xffffffff
+      } else {
+        f32[frame + layout.numberWords[name]] = value;
+      }
+    }
     checkStatus(call(block, result), result, what);
     return {
       output: resultAt(wasm, frame + layout.outputWord, layout.maxResultRank),

@@ -11,7 +11,8 @@ import {
 } from './validate.js';
 
 const CONFIG_KEYS = ['embedDim', 'numHeads', 'bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim',
-  'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout', 'numKVHeads', 'rotary'];
+  'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout', 'numKVHeads', 'rotary', 'scale', 'softcap',
+  'window', 'sinks', 'alibi'];
 const MAX_DIM = 2 ** 24;
 
 function checkNumber(value, name) {
@@ -19,6 +20,35 @@ function checkNumber(value, name) {
     throw new MHAError(`${name}: expected a number, received ${describe(value)}`);
   }
   return value;
+}
+
+const isWindowSide = (x) => Number.isSafeInteger(x) && x >= 0 && x < 2 ** 31;
+
+// window: undefined, a number W (Hugging Face's sliding_window: the query's
+// key and the W - 1 before it) or [left, right] (FlashAttention's
+// window_size), as the core's {left, right} (-1: no bound on that side).
+export function windowOption(window) {
+  if (window === undefined) return { left: -1, right: -1 };
+  if (isWindowSide(window) && window > 0) return { left: window - 1, right: -1 };
+  if (Array.isArray(window) && window.length === 2 && window.every(isWindowSide)) {
+    return { left: window[0], right: window[1] };
+  }
+  throw new MHAError('window: expected a positive integer W or [left, right] of non-negative ' +
+                     `integers (below 2^31), received ${describe(window)}`);
+}
+
+// alibi: undefined, true, or {slopes: Float32Array of numHeads, symmetric}.
+function alibiOptions(alibi) {
+  if (alibi === undefined) return undefined;
+  if (alibi === true) return { symmetric: false };
+  const o = checkOptionsObject(alibi, 'alibi', ['slopes', 'symmetric']);
+  if (o.slopes !== undefined && !(o.slopes instanceof Float32Array)) {
+    throw new MHAError(`alibi.slopes: expected a Float32Array of numHeads slopes, received ${
+      describe(o.slopes)}`);
+  }
+  const options = { symmetric: checkBoolean(o.symmetric, 'alibi.symmetric', false) };
+  if (o.slopes !== undefined) options.slopes = o.slopes;
+  return options;
 }
 
 // rotary: undefined, or {dim, base, interleaved}.
@@ -55,6 +85,11 @@ export function coreConfig(config) {
     dropout: checkNumber(config.dropout ?? 0, 'dropout'),
     num_kv_heads: checkOptionalDim(config.numKVHeads, 'numKVHeads'),
     rotary: rotaryOptions(config.rotary),
+    scale: checkNumber(config.scale ?? 0, 'scale'),
+    softcap: checkNumber(config.softcap ?? 0, 'softcap'),
+    window: windowOption(config.window),
+    sinks: checkBoolean(config.sinks, 'sinks', false),
+    alibi: alibiOptions(config.alibi),
   };
 }
 
@@ -68,6 +103,17 @@ export function resolvedDims(c) {
     vHeadDim: c.v_head_dim || headDim,
     numKVHeads: c.num_kv_heads || c.num_heads,
   };
+}
+
+// CheckScoreOptions' rules (src/core/attention_call.cc) on the core's
+// float32 values; `fail` prefixes the message.
+export function checkScoreRules({ scale, softcap }, fail) {
+  if (!(Number.isFinite(Math.fround(scale)) && scale >= 0)) {
+    fail(`scale: expected a positive finite number (or 0 for the default), received ${describe(scale)}`);
+  }
+  if (!(Number.isFinite(Math.fround(softcap)) && softcap >= 0)) {
+    fail(`softcap: expected a positive finite number (or 0 for none), received ${describe(softcap)}`);
+  }
 }
 
 // MultiheadAttention::Create's rules, in its order and with its messages
@@ -89,6 +135,19 @@ export function checkConfigRules(c) {
   if (c.num_kv_heads > c.num_heads || (c.num_kv_heads > 0 && c.num_heads % c.num_kv_heads !== 0)) {
     fail(`num_kv_heads: expected a divisor of num_heads (${c.num_heads}) or 0 for num_heads, ` +
          `got ${c.num_kv_heads}`);
+  }
+  checkScoreRules(c, fail);
+  for (const [on, name] of [[c.window.left >= 0 || c.window.right >= 0, 'window'],
+    [c.alibi !== undefined, 'alibi']]) {
+    if (on && (c.add_bias_kv || c.add_zero_attn)) {
+      fail(`${name}: cannot be combined with add_bias_kv or add_zero_attn (their keys have no ` +
+           'position)');
+    }
+  }
+  const slopes = c.alibi?.slopes;
+  if (slopes !== undefined && (slopes.length !== c.num_heads ||
+                               !slopes.every((s) => Number.isFinite(s)))) {
+    fail(`alibi.slopes: expected num_heads (${c.num_heads}) finite slopes, got ${slopes.length}`);
   }
   if (c.rotary === undefined) return;
   const { qkHeadDim } = resolvedDims(c);
@@ -127,6 +186,7 @@ export function parametersOf(c) {
   if (c.add_bias_kv) specs.push(['bias_k', [1, 1, kk]], ['bias_v', [1, 1, kv]]);
   specs.push(['out_proj.weight', [E, vv]]);
   if (c.bias) specs.push(['out_proj.bias', [E]]);
+  if (c.sinks) specs.push(['sinks', [c.num_heads]]);
   return specs.map(([name, shape]) => ({ name, shape }));
 }
 

@@ -1,5 +1,6 @@
 // What loadMHA() resolves to: one instantiated WASM build and its thread pool.
 import { callFrame } from './call_frame.js';
+import { windowOption } from './config.js';
 import { callCore } from './core_call.js';
 import { memoryBuffer } from './heap.js';
 import { KVCache, cachesOf, checkCache, checkCacheOptions, checkCacheSize } from './kv_cache.js';
@@ -13,7 +14,8 @@ import { settle } from './settle.js';
 import { VERSION } from './version.js';
 import { checkShards, copyHeader } from './weights.js';
 
-const SDPA_KEYS = ['attnMask', 'isCausal', 'scale', 'enableGqa', 'cache'];
+const SDPA_KEYS = ['attnMask', 'isCausal', 'scale', 'softcap', 'window', 'sinks', 'alibiSlopes',
+  'enableGqa', 'cache'];
 const SDPA_CACHE_KEYS = ['numKVHeads', 'headDim', 'vHeadDim'];
 
 // The JS-visible checks of scaledDotProductAttention (also run by the proxy's
@@ -29,12 +31,32 @@ export function checkSdpa(query, key, value, options, ours) {
     throw new MHAError(`scale: expected a positive number (or undefined for ` +
                        `1/sqrt(E)), received ${describe(o.scale)}`);
   }
+  if (o.softcap !== undefined && !(typeof o.softcap === 'number' && o.softcap > 0 &&
+                                   Number.isFinite(Math.fround(o.softcap)))) {
+    throw new MHAError(`softcap: expected a positive finite number (or undefined for none), ` +
+                       `received ${describe(o.softcap)}`);
+  }
   const flags = {
     isCausal: checkBoolean(o.isCausal, 'isCausal', false),
     enableGqa: checkBoolean(o.enableGqa, 'enableGqa', false),
   };
   // The core takes 0 as "default".
-  return { attnMask, flags, scale: o.scale ?? 0, cache: checkCache(cache, ours) };
+  const window = windowOption(o.window);
+  // One number per query head each: the core checks their length.
+  const perHead = (name, what) => {
+    if (o[name] === undefined) return undefined;
+    if (!(o[name] instanceof Float32Array)) {
+      throw new MHAError(`${name}: expected a Float32Array of one ${what} per query head, ` +
+                         `received ${describe(o[name])}`);
+    }
+    return { data: o[name], shape: [o[name].length] };
+  };
+  return {
+    attnMask, flags, cache: checkCache(cache, ours),
+    sinks: perHead('sinks', 'logit'), alibiSlopes: perHead('alibiSlopes', 'slope'),
+    numbers: { scale: o.scale ?? 0, softcap: o.softcap ?? 0, windowLeft: window.left,
+      windowRight: window.right },
+  };
 }
 
 // lib.createKVCache's options, checked as KVCache::Create would.
@@ -86,10 +108,10 @@ export class MHALibrary {
   // attnMask is true where a query MAY attend. Bad input throws; the core's
   // errors reject (as through the proxy).
   scaledDotProductAttention(query, key, value, options) {
-    const { attnMask, flags, scale, cache } = checkSdpa(query, key, value, options,
-      cachesOf(this.wasm));
+    const { attnMask, flags, numbers, cache, sinks, alibiSlopes } = checkSdpa(query, key, value,
+      options, cachesOf(this.wasm));
     return settle(() => callFrame(this.wasm, 'scaledDotProductAttention',
-      { query, key, value, attnMask }, flags, scale,
+      { query, key, value, attnMask, sinks, alibiSlopes }, flags, numbers,
       // Checked again: the copy reads each tensor's getters once more.
       (frame, result) => this.wasm.scaledDotProductAttention(frame,
         cache?.checkAlive('cache') ?? null, result)).output);

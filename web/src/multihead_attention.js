@@ -136,7 +136,7 @@ export class MultiheadAttention {
     // Again: a getter of an option or a tensor may have disposed the module.
     this.checkAlive('forward');
     return settle(() => callFrame(this.wasm, 'forward',
-      { query, key, value, keyPaddingMask, attnMask }, flags, 0,
+      { query, key, value, keyPaddingMask, attnMask }, flags, {},
       // And again: the copy reads each tensor's getters once more.
       (frame, result) => this.checkAlive('forward').forward(frame,
         cache?.checkAlive('cache') ?? null, result)));

@@ -146,10 +146,11 @@ window.proxyTest = {
     return (await lib.heapInfo()).inUseBytes;
   },
 
-  // A decoding fixture's schedule on a KV cache that lives in the worker.
-  async decode(name) {
-    const bytes = new Uint8Array(await (await fetch(`/tests/fixtures/decoding/${name}`)).arrayBuffer());
-    const results = await runDecoding(lib, fixtureFromBytes(name, bytes));
+  // A decoding fixture's schedule (path under tests/fixtures) on a KV cache
+  // that lives in the worker.
+  async decode(path) {
+    const bytes = new Uint8Array(await (await fetch(`/tests/fixtures/${path}`)).arrayBuffer());
+    const results = await runDecoding(lib, fixtureFromBytes(path.split('/').pop(), bytes));
     return results.map((r) => ({ ...plain(r), length: r.length }));
   },
 

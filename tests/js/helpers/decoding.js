@@ -5,13 +5,21 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { fixtureFromBytes } from './fixture_data.js';
 import { assertClose } from './fixtures.js';
 
-const DIR = new URL('../../fixtures/decoding/', import.meta.url);
+const DIRS = ['decoding', 'models'];
 // float16 storage: see tests/native/decoding_fixture_test.cc.
 const FLOAT16_SLACK = 4;
 
+// tests/fixtures/decoding, then tests/fixtures/models (the same format, with
+// the score options of today's models in the config); `path` is under
+// tests/fixtures.
 export function decodingFixtures() {
-  return readdirSync(DIR).filter((f) => f.endsWith('.safetensors')).sort()
-    .map((name) => fixtureFromBytes(name, new Uint8Array(readFileSync(new URL(name, DIR)))));
+  return DIRS.flatMap((dir) => {
+    const url = new URL(`../../fixtures/${dir}/`, import.meta.url);
+    return readdirSync(url).filter((f) => f.endsWith('.safetensors')).sort()
+      .map((name) => Object.assign(
+        fixtureFromBytes(name, new Uint8Array(readFileSync(new URL(name, url)))),
+        { path: `${dir}/${name}` }));
+  });
 }
 
 // Every step's output, weights and cache length as the fixture has them.

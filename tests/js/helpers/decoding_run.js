@@ -3,10 +3,29 @@
 // returns each step's results and the cache length after it.
 import { moduleConfig } from './fixture_data.js';
 
+// The score options of a fixture's config (model fixtures; absent or 0: off),
+// for the module or, with `fixture`, the functional form (sinks and ALiBi
+// slopes as Float32Arrays).
+function scoreOptions(c, fixture) {
+  const options = {};
+  if (c.sinks) options.sinks = fixture ? fixture.tensors['param.sinks'].data : true;
+  const slopes = c.alibi?.slopes && Float32Array.from(c.alibi.slopes);
+  if (fixture && slopes) {
+    options.alibiSlopes = slopes;
+  } else if (c.alibi != null) {
+    options.alibi = c.alibi === true ? true : { ...c.alibi, slopes };
+  }
+  if (c.scale) options.scale = c.scale;
+  if (c.softcap) options.softcap = c.softcap;
+  if (c.window != null) options.window = c.window;
+  return options;
+}
+
 async function makeCache(lib, fixture) {
   const c = fixture.config;
   if (c.mode !== 'sdpa') {
-    const config = { ...moduleConfig(c), numKVHeads: c.num_kv_heads || undefined };
+    const config = { ...moduleConfig(c), numKVHeads: c.num_kv_heads || undefined,
+      ...scoreOptions(c) };
     if (c.rotary) config.rotary = c.rotary;
     const mha = lib.createMultiheadAttention(config);
     await mha.loadSafetensors(fixture.bytes, { prefix: 'param.' });
@@ -40,7 +59,9 @@ export async function runDecoding(lib, fixture) {
       let result;
       if (mha === null) {
         result = { output: await lib.scaledDotProductAttention(query, key, value,
-          { cache, isCausal: step.is_causal, enableGqa: c.enable_gqa }), weights: null };
+          { cache, isCausal: step.is_causal, enableGqa: c.enable_gqa,
+            ...scoreOptions(c, fixture) }),
+        weights: null };
       } else {
         result = await mha.forward(query, key, value, {
           cache, isCausal: step.is_causal, needWeights: step.need_weights,

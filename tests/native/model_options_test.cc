@@ -1,0 +1,182 @@
+// The score options of today's models (DESIGN.md, "The attention of today's
+// models"): the errors their checks give, on the module and the functional
+// form. Their results are the model fixtures' (decoding_fixture_test.cc).
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "src/io/weight_layouts.h"
+#include "src/multihead_attention.h"
+#include "tests/native/reference.h"
+
+namespace mha_test {
+namespace {
+
+using mha::Status;
+
+void ExpectError(const Status& status, const std::vector<std::string>& fragments) {
+  ASSERT_FALSE(status.ok());
+  for (const std::string& f : fragments) {
+    EXPECT_NE(status.message().find(f), std::string::npos)
+        << "message '" << status.message() << "' lacks '" << f << "'";
+  }
+}
+
+mha::MultiheadAttentionConfig SmallConfig() {
+  mha::MultiheadAttentionConfig c;
+  c.embed_dim = 8;
+  c.num_heads = 2;
+  return c;
+}
+
+// Query (2, 3, 4) against keys and values (2, 5, 4): one head.
+mha::Status Sdpa(const std::vector<float>& q, const std::vector<float>& k,
+                 const mha::SdpaOptions& o, mha::Tensor* out) {
+  return mha::ScaledDotProductAttention({q.data(), {2, 3, 4}}, {k.data(), {2, 5, 4}},
+                                        {k.data(), {2, 5, 4}}, o, out);
+}
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+TEST(ModelOptionErrors, ScaleAndSoftcapOnTheModule) {
+  std::unique_ptr<mha::MultiheadAttention> m;
+  for (const float scale : {-0.5f, kInf, kNaN}) {
+    mha::MultiheadAttentionConfig c = SmallConfig();
+    c.scale = scale;
+    ExpectError(mha::MultiheadAttention::Create(c, &m), {"scale: expected a positive finite"});
+  }
+  for (const float softcap : {-50.0f, kInf, kNaN}) {
+    mha::MultiheadAttentionConfig c = SmallConfig();
+    c.softcap = softcap;
+    ExpectError(mha::MultiheadAttention::Create(c, &m), {"softcap: expected a positive finite"});
+  }
+  mha::MultiheadAttentionConfig c = SmallConfig();
+  c.scale = 0.0625f;
+  c.softcap = 50.0f;
+  ASSERT_TRUE(mha::MultiheadAttention::Create(c, &m).ok());
+  EXPECT_EQ(m->config().scale, 0.0625f);
+  // 0: the default, resolved to 1 / sqrt(qk_head_dim).
+  ASSERT_TRUE(mha::MultiheadAttention::Create(SmallConfig(), &m).ok());
+  EXPECT_EQ(m->config().scale, 0.5f);
+}
+
+TEST(ModelOptionErrors, WindowOnTheModule) {
+  std::unique_ptr<mha::MultiheadAttention> m;
+  mha::MultiheadAttentionConfig c = SmallConfig();
+  c.window = {-2, 3};
+  ExpectError(mha::MultiheadAttention::Create(c, &m), {"window: expected left and right", "-2"});
+  // Both sides named: the window and the keys without a position.
+  c.window = {3, -1};
+  c.add_bias_kv = true;
+  ExpectError(mha::MultiheadAttention::Create(c, &m), {"window", "add_bias_kv", "add_zero_attn"});
+  c.add_bias_kv = false;
+  c.add_zero_attn = true;
+  ExpectError(mha::MultiheadAttention::Create(c, &m), {"window", "add_zero_attn"});
+  c.add_zero_attn = false;
+  ASSERT_TRUE(mha::MultiheadAttention::Create(c, &m).ok());
+}
+
+// A Llama-style checkpoint (qkv-linear) of a module E = 8, 2 heads, without
+// biases, with or without gpt-oss's "sinks".
+struct SinksCheckpoint {
+  std::vector<float> w = RandomVector(8 * 8, 5), s = RandomVector(2, 6);
+  std::map<std::string, mha::TensorView> Dict(bool sinks) const {
+    std::map<std::string, mha::TensorView> d;
+    for (const char* p : {"q_proj", "k_proj", "v_proj", "o_proj"}) {
+      d[std::string("attn.") + p + ".weight"] = {w.data(), {8, 8}};
+    }
+    if (sinks) d["attn.sinks"] = {s.data(), {2}};
+    return d;
+  }
+};
+
+TEST(ModelOptionErrors, SinksPresentExactlyWhenAsked) {
+  const SinksCheckpoint ckpt;
+  mha::WeightOptions options;
+  options.prefix = "attn.";
+  mha::MultiheadAttentionConfig c = SmallConfig();
+  c.bias = false;
+  std::unique_ptr<mha::MultiheadAttention> plain, with_sinks;
+  ASSERT_TRUE(mha::MultiheadAttention::Create(c, &plain).ok());
+  c.sinks = true;
+  ASSERT_TRUE(mha::MultiheadAttention::Create(c, &with_sinks).ok());
+  EXPECT_EQ(with_sinks->Parameters().back().name, "sinks");
+  EXPECT_EQ(with_sinks->Parameters().back().shape, (mha::Shape{2}));
+  // Both sides named: the tensor and the option.
+  ExpectError(plain->LoadStateDict(ckpt.Dict(true), options),
+              {"attn.sinks", "in the checkpoint", "without sinks"});
+  ExpectError(with_sinks->LoadStateDict(ckpt.Dict(false), options),
+              {"attn.sinks", "not in the checkpoint", "with sinks"});
+  EXPECT_TRUE(plain->LoadStateDict(ckpt.Dict(false), options).ok());
+  EXPECT_TRUE(with_sinks->LoadStateDict(ckpt.Dict(true), options).ok());
+  // listAttentionModules reports them.
+  mha::ShapeMap shapes;
+  for (const auto& [name, t] : ckpt.Dict(true)) shapes[name] = t.shape;
+  const std::vector<mha::AttentionModuleInfo> found = mha::ListAttentionModules(shapes);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_TRUE(found[0].sinks);
+  shapes.erase("attn.sinks");
+  EXPECT_FALSE(mha::ListAttentionModules(shapes)[0].sinks);
+}
+
+TEST(ModelOptionErrors, Alibi) {
+  std::unique_ptr<mha::MultiheadAttention> m;
+  mha::MultiheadAttentionConfig c = SmallConfig();
+  c.alibi.enabled = true;
+  c.alibi.slopes = {0.5f, 0.25f, 0.125f};
+  ExpectError(mha::MultiheadAttention::Create(c, &m), {"alibi.slopes", "num_heads (2)", "3"});
+  c.alibi.slopes = {0.5f, std::numeric_limits<float>::quiet_NaN()};
+  ExpectError(mha::MultiheadAttention::Create(c, &m), {"alibi.slopes", "finite"});
+  c.alibi.slopes.clear();
+  c.add_zero_attn = true;
+  ExpectError(mha::MultiheadAttention::Create(c, &m), {"alibi", "add_zero_attn"});
+  c.add_zero_attn = false;
+  ASSERT_TRUE(mha::MultiheadAttention::Create(c, &m).ok());
+  // The ALiBi paper's slopes: 2^-8(h+1)/p for p = 2^floor(log2 H), then 2^-4(2k+1)/p.
+  EXPECT_EQ(m->config().alibi.slopes, (std::vector<float>{0.0625f, 0.00390625f}));
+  EXPECT_EQ(mha::AlibiSlopes(3), (std::vector<float>{0.0625f, 0.00390625f, 0.25f}));
+}
+
+TEST(ModelOptionErrors, SoftcapOnTheFunctionalForm) {
+  const std::vector<float> q = RandomVector(2 * 3 * 4, 1), k = RandomVector(2 * 5 * 4, 2);
+  mha::Tensor out;
+  mha::SdpaOptions o;
+  o.softcap = -1.0f;
+  ExpectError(Sdpa(q, k, o, &out), {"softcap: expected a positive finite", "-1"});
+  o.softcap = 0.5f;
+  o.window = {1, -3};
+  ExpectError(Sdpa(q, k, o, &out), {"window: expected left and right", "-3"});
+  o.window = {1, 0};
+  const std::vector<float> sinks = {0.5f, -1.0f, 2.0f};
+  o.sinks = {sinks.data(), {3}};
+  ExpectError(Sdpa(q, k, o, &out), {"sinks: expected shape (1,)", "(3,)"});
+  o.sinks = {sinks.data(), {1}};
+  o.alibi_slopes = {sinks.data(), {2}};
+  ExpectError(Sdpa(q, k, o, &out), {"alibi_slopes: expected shape (1,)", "(2,)"});
+  o.alibi_slopes = {sinks.data(), {1}};
+  ASSERT_TRUE(Sdpa(q, k, o, &out).ok());
+}
+
+// The functional form takes any scale, as PyTorch does (the module's must be
+// positive); and a call without heads (H = 0, Hkv = 0) returns an empty
+// output, with no group of heads to divide by (the fuzzer found FillHeads
+// dividing by Hkv = 0).
+TEST(ModelOptionErrors, FunctionalFormScaleAndNoHeads) {
+  const std::vector<float> q = RandomVector(2 * 3 * 4, 1), k = RandomVector(2 * 5 * 4, 2);
+  mha::Tensor out;
+  mha::SdpaOptions o;
+  o.scale = -0.5f;
+  EXPECT_TRUE(Sdpa(q, k, o, &out).ok());
+  o.scale = 0.0f;
+  o.softcap = 1.0f;
+  ASSERT_TRUE(mha::ScaledDotProductAttention({q.data(), {2, 0, 3, 4}}, {k.data(), {2, 0, 5, 4}},
+                                             {k.data(), {2, 0, 5, 4}}, o, &out).ok());
+  EXPECT_EQ(out.shape, (mha::Shape{2, 0, 3, 4}));
+}
+
+}  // namespace
+}  // namespace mha_test
