@@ -2,10 +2,13 @@
 // 1 and 2 threads, in this one run; prints one Markdown table (stdout) plus
 // the memory, longest-sequence and SIMD-limit results and the issue's targets.
 // Progress goes to stderr. Each measurement runs in a child process of its
-// own with a time cap (bench/child.mjs, bench/chromium/child.mjs,
+// own with a time cap (bench/child.mjs, bench/browser/child.mjs,
 // bench/native/mha_bench.cc, bench/torch_bench.py), so a failing peer is
 // noted, never fatal.
-//   node bench/run.mjs [workload ids...] [--no-longest] [--no-chromium]
+//   node bench/run.mjs [workload ids...] [--no-longest] [--browsers=chromium,firefox,webkit] [--no-chromium]
+//                      [--pages-only]
+// --browsers picks the browsers of the page rows (default: chromium);
+// --no-chromium leaves Chromium out of them; --pages-only runs them alone.
 //   node bench/run.mjs --render   (the report of the last run again, from build/bench/results.json)
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -13,10 +16,11 @@ import os from 'node:os';
 import path from 'node:path';
 import {
   BENCH_DIR, BUILD_DIR, DATA_DIR, ROOT_DIR, config, dataPath, findWorkload, flops, modelPath, readFloats,
-  writeInputs,
+  referencePath, writeInputs,
 } from './lib/workloads.mjs';
-import { isDecode, noCacheNotCompared, referencePath, tolerance } from './lib/decode.mjs';
+import { isDecode, noCacheNotCompared, tolerance } from './lib/decode.mjs';
 import { renderReport } from './lib/report.mjs';
+import { BROWSERS } from '../tests/e2e/driver/browsers.mjs';
 
 const NATIVE_BUILD = path.join(BUILD_DIR, 'native');
 const MHA_BENCH = path.join(NATIVE_BUILD, 'bench/native/mha_bench');
@@ -86,14 +90,19 @@ function decodeArgs(w, threads, runner, cache) {
 const jsChild = (name) => (w, threads) =>
   runChild(process.execPath, [path.join(BENCH_DIR, 'child.mjs'), name, String(threads), w.id]);
 
-// A WebAssembly engine of the W rows on a cross-origin isolated page in
-// Chromium, one fresh browser per measurement (bench/chromium).
-function inChromium(peer, ours = false) {
-  const name = `${peer} in Chromium`;
+// The browsers of the page rows (tests/e2e/driver/browsers.mjs's names).
+// WebKit as shipped has no SharedArrayBuffer: one thread.
+const PAGE_BROWSERS = ['chromium', 'firefox', 'webkit'];
+
+// A WebAssembly engine of the W and D rows on a cross-origin isolated page
+// in `browser`, one fresh browser per measurement (bench/browser).
+function inBrowser(browser, peer, ours = false) {
+  const { label, sharedArrayBuffer } = BROWSERS[browser];
+  const name = `${peer} in ${label}`;
   return {
-    name, family: 'chromium', ours, rows: 'W', threads: THREADS,
-    run: (w, threads) => runChild(process.execPath, [path.join(BENCH_DIR, 'chromium/child.mjs'), peer,
-      String(threads), w.id, dataPath(w.id, `${name}-${threads}.out.f32`)]),
+    name, family: browser, browser: label, ours, rows: 'WD', threads: sharedArrayBuffer ? THREADS : [1],
+    run: (w, threads) => runChild(process.execPath, [path.join(BENCH_DIR, 'browser/child.mjs'), peer,
+      String(threads), w.id, dataPath(w.id, `${name}-${threads}.out.f32`), `--browser=${browser}`]),
   };
 }
 
@@ -111,8 +120,7 @@ const ENGINES = [
   { name: 'onnxruntime-web', family: 'wasm', rows: 'WD', threads: THREADS, run: jsChild('onnxruntime-web') },
   // tfjs-backend-wasm turns its threads off in Node.
   { name: 'tfjs-wasm', family: 'wasm', rows: 'W', threads: [1], run: jsChild('tfjs-wasm') },
-  inChromium('mha-wasm', true),
-  inChromium('onnxruntime-web'),
+  ...PAGE_BROWSERS.flatMap((browser) => [inBrowser(browser, 'mha-wasm', true), inBrowser(browser, 'onnxruntime-web')]),
   {
     name: 'mha', family: 'native', ours: true, rows: 'WD', threads: THREADS,
     run: (w, threads) => (isDecode(w) ? nativeDecode(true)(w, threads) : fs.existsSync(MHA_BENCH)
@@ -305,7 +313,7 @@ function limits(results) {
     if (fs.existsSync(FMA_PEAK)) peaks.native[threads] = bestOfThree(FMA_PEAK, [`threads=${threads}`], 'gflops');
   }
   // The projection GEMM, probed through a forward whose attention is trivial.
-  measureWorkloads([config.gemm], results, ENGINES.filter((e) => e.ours && e.family !== 'chromium'));
+  measureWorkloads([config.gemm], results, ENGINES.filter((e) => e.ours && !e.browser));
   return peaks;
 }
 
@@ -358,6 +366,16 @@ function machine() {
   };
 }
 
+// The browsers of --browsers=a,b (default chromium), without Chromium on --no-chromium.
+function pageBrowsers(argv) {
+  const list = argv.find((a) => a.startsWith('--browsers='))?.slice('--browsers='.length).split(',').filter(Boolean)
+    ?? ['chromium'];
+  for (const name of list) {
+    if (!PAGE_BROWSERS.includes(name)) throw new Error(`--browsers: unknown browser ${name} (known: ${PAGE_BROWSERS.join(', ')})`);
+  }
+  return argv.includes('--no-chromium') ? list.filter((name) => name !== 'chromium') : list;
+}
+
 async function main() {
   const argv = process.argv.slice(2);
   if (argv.includes('--render')) {
@@ -376,16 +394,18 @@ async function main() {
   const started = performance.now();
   const loadBefore = os.loadavg()[0];
   const priority = raisePriority();
+  // --pages-only: the page rows alone (no Node, native or PyTorch rows, no searches or probes).
+  const pagesOnly = argv.includes('--pages-only');
+  const browsers = pageBrowsers(argv);
   ensureModels(workloads);
-  buildNative();
+  if (!pagesOnly) buildNative();
   const results = {};
-  measureWorkloads(workloads, results,
-    argv.includes('--no-chromium') ? ENGINES.filter((e) => e.family !== 'chromium') : ENGINES);
-  const longest = argv.includes('--no-longest') || !forwards ? null : longestSequence();
-  const peaks = forwards ? limits(results) : null;
-  const bandwidths = workloads.some(isDecode) ? bandwidth() : null;
+  measureWorkloads(workloads, results, ENGINES.filter((e) => (e.browser ? browsers.includes(e.family) : !pagesOnly)));
+  const longest = pagesOnly || argv.includes('--no-longest') || !forwards ? null : longestSequence();
+  const peaks = !forwards ? null : pagesOnly ? { wasm: {}, native: {} } : limits(results);
+  const bandwidths = workloads.some(isDecode) && !pagesOnly ? bandwidth() : null;
   const run = {
-    machine: { ...machine(), priority }, workloads, results, longest, peaks, bandwidths,
+    machine: { ...machine(), priority }, workloads, results, longest, peaks, bandwidths, pagesOnly,
     load: [loadBefore, os.loadavg()[0]], minutes: (performance.now() - started) / 60000,
   };
   // The raw numbers, to re-render or compare runs.

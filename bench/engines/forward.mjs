@@ -1,6 +1,6 @@
 // The W rows' forward of mha-wasm and onnxruntime, on inputs and model bytes
 // already in memory. No Node code: the Node engines (mha_wasm.mjs,
-// onnxruntime.mjs) and the Chromium page (bench/chromium/page.js) make the
+// onnxruntime.mjs) and the browser page (bench/browser/page.js) make the
 // same calls; only how they get the package, the files and the bytes differs.
 
 // mha-wasm: loadMHA of the package on `threads` threads, which it must grant.

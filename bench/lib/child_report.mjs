@@ -1,5 +1,5 @@
 // The children's side of run.mjs's runChild (bench/child.mjs,
-// bench/chromium/child.mjs): the result of main(argv), or { error } with the
+// bench/browser/child.mjs): the result of main(argv), or { error } with the
 // first line of what it threw, as one JSON line on stdout; then exit (an
 // engine's worker threads would keep the process alive).
 export async function reportResult(main) {

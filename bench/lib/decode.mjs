@@ -3,7 +3,7 @@
 // ONNX models, inputs and float64 reference outputs.
 //   past: keys the cache holds before the step (cross-attention: the encoder
 //         keys, appended once); L: the step's new tokens (queries).
-import { dataPath, readFloats } from './workloads.mjs';
+// No Node code: the browser page (bench/browser) imports it too.
 
 export const isDecode = (w) => w.past !== undefined;
 
@@ -32,23 +32,26 @@ export function stepBytes(w) {
   return weightBytes(w) + cacheBytes(w, w.past + (w.cross ? 0 : w.L));
 }
 
-// { rows, encoder, pastKey, pastValue, reference } as Float32Arrays.
+// { rows, encoder, pastKey, pastValue } as Float32Arrays, from the files
+// export_decode.py wrote (read(name): the bytes of build/bench/data/<id>.<name>,
+// a Uint8Array or a Promise of one; the Node children read the files, the
+// browser page fetches them).
 // Self-attention: rows are the past + L tokens (the cache is filled from the
 // first `past`, the step is the last L); cross-attention: rows are the step's
 // query and encoder the states the cache is filled from once.
 // pastKey/pastValue: the cache before the step, (1, heads, past, D), for
 // onnxruntime's past_key/past_value.
-export function readDecodeInputs(w) {
-  const file = (name) => dataPath(w.id, name);
+export async function decodeInputsFrom(w, read) {
+  const floats = async (name) => new Float32Array(new Uint8Array(await read(name)).buffer);
   return {
-    rows: readFloats(file('query.f32')),
-    encoder: w.cross ? readFloats(file('key.f32')) : null,
-    pastKey: readFloats(file('past_key.f32')),
-    pastValue: readFloats(file('past_value.f32')),
+    rows: await floats('query.f32'),
+    encoder: w.cross ? await floats('key.f32') : null,
+    pastKey: await floats('past_key.f32'),
+    pastValue: await floats('past_value.f32'),
   };
 }
 
-export const referencePath = (w) => dataPath(w.id, 'reference.out.f32');
+export const REFERENCE_NAME = 'reference.out.f32';
 
 // Why a no-cache baseline's output is not compared with the reference, if it
 // is not: without a cache rotary positions start at 0, so a step after a past

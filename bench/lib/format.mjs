@@ -11,6 +11,13 @@ export function shortError(error) {
   return reason.length > 60 ? `${reason.slice(0, 57)}...` : reason;
 }
 
+// A table section's title: Node's WebAssembly rows, native ones, or a browser's page rows
+// (an engine family: 'wasm', 'native' or the browser's name).
+export function sectionTitle(engines, family) {
+  const titles = { wasm: 'WebAssembly in Node', native: 'native' };
+  return titles[family] ?? `WebAssembly in ${engines.find((e) => e.family === family).browser}`;
+}
+
 // The output checks of a run: how many compared, which differ, which were not compared (and why).
 export function outputChecks(engines, workloads, get) {
   const summary = { checked: 0, mismatches: [], skipped: [] };

@@ -1,7 +1,7 @@
 // A W row's inputs as every runner reads them: the files writeInputs
 // (workloads.mjs) leaves in build/bench/data, <id>.query.f32, .key.f32,
 // .value.f32 and .kpm.u8. No Node code: bench/child.mjs reads the files,
-// the Chromium page (bench/chromium) fetches them, and both go through this.
+// the browser page (bench/browser) fetches them, and both go through this.
 //   read(name): the bytes of <id>.<name> (a Uint8Array, or a Promise of one).
 // Returns { query, key, value, keyPaddingMask }; self-attention gets the
 // query object itself back as key and value.

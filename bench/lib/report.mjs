@@ -3,11 +3,8 @@
 // or not; then the decoding section (report_decode.mjs).
 import { isDecode } from './decode.mjs';
 import { renderDecode } from './report_decode.mjs';
-import { MiB, fixed, outputChecks, shortError } from './format.mjs';
+import { MiB, fixed, outputChecks, sectionTitle, shortError } from './format.mjs';
 import { config } from './workloads.mjs';
-
-// The table's sections: engine family -> title.
-const FAMILIES = { wasm: 'WebAssembly in Node', chromium: 'WebAssembly in Chromium', native: 'native' };
 
 function describeWorkload(w) {
   const masks = [w.cross ? 'cross-attention' : 'self-attention'];
@@ -37,7 +34,8 @@ export function renderReport(run) {
 }
 
 // The forward workloads (W rows, issue 5).
-function renderForwards({ machine, engines, workloads, results, longest, peaks }, out) {
+// pagesOnly (run.mjs --pages-only): the browsers' rows and their output check alone.
+function renderForwards({ machine, engines, workloads, results, longest, peaks, pagesOnly }, out) {
   const get = (engine, threads, id) => results[engine]?.[threads]?.[id];
   const oursOf = (family) => engines.find((e) => e.family === family && e.ours).name;
   const ratio = (engine, threads, id) => {
@@ -59,10 +57,11 @@ function renderForwards({ machine, engines, workloads, results, longest, peaks }
   out(`|${header.map(() => '---').join('|')}|`);
   const anyResult = (engine, key) => Object.values(results[engine] ?? {})
     .flatMap((byId) => Object.values(byId)).find((r) => r[key])?.[key];
-  // A family with no results at all (Chromium with --no-chromium) is left out.
+  // A family with no results at all (a browser left out of --browsers) is left out.
   const measured = (family) => engines.some((e) => e.family === family && results[e.name]);
-  for (const family of Object.keys(FAMILIES).filter(measured)) {
-    out(`| **${FAMILIES[family]}** |${' |'.repeat(header.length - 1)}`);
+  const families = [...new Set(engines.map((e) => e.family))];
+  for (const family of families.filter(measured)) {
+    out(`| **${sectionTitle(engines, family)}** |${' |'.repeat(header.length - 1)}`);
     for (const engine of engines.filter((e) => e.family === family)) {
       for (const threads of [1, 2]) {
         const cells = [engine.name, String(threads)];
@@ -80,7 +79,7 @@ function renderForwards({ machine, engines, workloads, results, longest, peaks }
           }
         }
         const w6 = get(engine.name, threads, 'W6');
-        if (!w6 || w6.error || family === 'chromium') cells.push('');
+        if (!w6 || w6.error || engine.browser) cells.push('');
         else if (family === 'wasm') cells.push(`heap ${(w6.heapBytes / MiB).toFixed(0)} MiB`);
         else cells.push(`RSS ${(w6.maxRssBytes / MiB).toFixed(0)} MiB`);
         const search = longest?.[engine.name];
@@ -97,25 +96,36 @@ function renderForwards({ machine, engines, workloads, results, longest, peaks }
     }
   }
   out();
-  out('n/a: tfjs-backend-wasm turns its threads off in Node (its WASM_HAS_MULTITHREAD_SUPPORT ' +
-      'flag is false there; forced on, it loads the threaded build but runs one thread).');
-  out();
-  const page = anyResult('mha-wasm in Chromium', 'info');
-  if (measured('chromium')) {
-    out(`In Chromium (${anyResult('mha-wasm in Chromium', 'browser') ?? 'version unknown'}): the same ` +
-        'engines, inputs, timing rule and output check on a cross-origin isolated page (COOP/COEP, ' +
-        'bench/chromium), one fresh browser per measurement at the run\'s priority, each loaded from ' +
-        'the page\'s main thread as a page would: mha-wasm with `loadMHA({ threads })` (proxy ' +
-        `'auto': the engine runs in the package's worker${page ? `; build ${page.build}` : ''}), ` +
-        'onnxruntime-web with its defaults (on the main thread).');
+  if (measured('wasm')) {
+    out('n/a: tfjs-backend-wasm turns its threads off in Node (its WASM_HAS_MULTITHREAD_SUPPORT ' +
+        'flag is false there; forced on, it loads the threaded build but runs one thread).');
     out();
   }
-  out('Memory: WebAssembly engines report the size of their WebAssembly heap after W6 (the peak: ' +
-      'it never shrinks); native engines the peak RSS of the process that ran W6 (runtime ' +
-      'included). The longest-sequence search doubles L = S from ' +
-      `${config.longest.from} up to ${config.longest.to}, one forward per length in a fresh ` +
-      `process capped at ${config.longest.timeLimitSeconds} s, inside WebAssembly's 4 GiB limit.`);
-  out();
+  // Per browser measured: its version and the build mha-wasm chose there.
+  const browsers = engines.filter((e) => e.browser && e.ours && measured(e.family)).map((e) => ({
+    label: e.browser, version: anyResult(e.name, 'browser'), build: anyResult(e.name, 'info')?.build,
+    oneThread: !e.threads.includes(2),
+  }));
+  if (browsers.length) {
+    const versions = browsers.map((b) => `${b.version ?? `${b.label}, version unknown`}` +
+      `${b.build ? `: build ${b.build}` : ''}`).join('; ');
+    out(`In browsers (${versions}): the same engines, inputs, timing rule and output check on a ` +
+        'cross-origin isolated page (COOP/COEP, bench/browser), one fresh browser per measurement at ' +
+        'the run\'s priority, each loaded from the page\'s main thread as a page would: mha-wasm with ' +
+        '`loadMHA({ threads })` (proxy \'auto\': the engine runs in the package\'s worker), ' +
+        'onnxruntime-web with its defaults (on the main thread).' +
+        browsers.filter((b) => b.oneThread).map((b) => ` ${b.label} as shipped has no SharedArrayBuffer: ` +
+          'one thread only (n/a at 2).').join(''));
+    out();
+  }
+  if (!pagesOnly) {
+    out('Memory: WebAssembly engines report the size of their WebAssembly heap after W6 (the peak: ' +
+        'it never shrinks); native engines the peak RSS of the process that ran W6 (runtime ' +
+        'included). The longest-sequence search doubles L = S from ' +
+        `${config.longest.from} up to ${config.longest.to}, one forward per length in a fresh ` +
+        `process capped at ${config.longest.timeLimitSeconds} s, inside WebAssembly's 4 GiB limit.`);
+    out();
+  }
 
   const torch = anyResult('pytorch', 'torch');
   const info = anyResult('mha-wasm', 'info');
@@ -123,7 +133,7 @@ function renderForwards({ machine, engines, workloads, results, longest, peaks }
       (torch ? `, PyTorch ${torch} on ${anyResult('pytorch', 'blas')}` : '') +
       (info ? `; mha-wasm ${info.version} (${info.build}, ${info.target ?? 'target unknown'}` +
         `${info.gemmTile ? `, GEMM tile ${info.gemmTile}` : ''})` : '') +
-      (page ? `, in Chromium ${page.build}` : '') +
+      browsers.filter((b) => b.build).map((b) => `, in ${b.label} ${b.build}`).join('') +
       (anyResult('mha', 'target') ? `; mha on Highway target ${anyResult('mha', 'target')}` +
         (anyResult('mha', 'gemmTile') ? `, GEMM tile ${anyResult('mha', 'gemmTile')}` : '') : '') + '.');
   out();
@@ -136,6 +146,7 @@ function renderForwards({ machine, engines, workloads, results, longest, peaks }
     : `${checked} outputs compared with PyTorch's (1 thread), tolerance 1e-4 abs or 1e-3 rel: ` +
       (mismatches.length ? `differ: ${mismatches.join('; ')}.` : 'all agree.'));
   out();
+  if (pagesOnly) return;
 
   out('## SIMD limit');
   out();

@@ -1,7 +1,7 @@
 // The decoding section of the report (D rows, issue 12): the step table,
 // bandwidth use, the float16 cache, memory, outputs and the issue's targets.
 import { cacheBytes, headDim, stepBytes, weightBytes } from './decode.mjs';
-import { MiB, fixed, outputChecks, shortError } from './format.mjs';
+import { MiB, fixed, outputChecks, sectionTitle, shortError } from './format.mjs';
 
 const MB = 1e6;
 const BANDWIDTH_ROWS = ['D1', 'D2', 'D2h'];
@@ -20,7 +20,8 @@ function describe(w) {
     `${fixed((stepBytes(w) - weightBytes(w)) / MB, 1)} MB of cache`;
 }
 
-export function renderDecode({ machine, engines, workloads, results, bandwidths }, out) {
+// pagesOnly (run.mjs --pages-only): the browsers' rows and their output check alone.
+export function renderDecode({ machine, engines, workloads, results, bandwidths, pagesOnly }, out) {
   const get = (engine, threads, id) => results[engine]?.[threads]?.[id];
   const oursOf = (family) => engines.find((e) => e.family === family && e.ours).name;
   const ratio = (name, ours, threads, id) => {
@@ -54,8 +55,23 @@ export function renderDecode({ machine, engines, workloads, results, bandwidths 
   const header = ['engine', 'threads', ...workloads.map((w) => w.id)];
   out(`| ${header.join(' | ')} |`);
   out(`|${header.map(() => '---').join('|')}|`);
-  for (const family of ['wasm', 'native']) {
-    out(`| **${family === 'wasm' ? 'WebAssembly in Node' : 'native'}** |${' |'.repeat(header.length - 1)}`);
+  const outputsSection = () => {
+    out('### Outputs');
+    out();
+    const { checked, mismatches, skipped } = outputChecks(engines, workloads, get);
+    out(`${checked} outputs compared with the float64 reference of bench/export_decode.py (explicit torch ` +
+        'code: projections, rotary, grouped heads, causal softmax), tolerance 1e-4 abs or 1e-3 rel ' +
+        '(float16 cache: 1e-3 abs or 1e-2 rel): ' +
+        (mismatches.length ? `differ: ${mismatches.join('; ')}.` : 'all agree.') +
+        (skipped.length ? ` Not compared: ${skipped.join('; ')}.` : ''));
+    out();
+  };
+  const found = (engine, key) => Object.values(results[engine] ?? {})
+    .flatMap((byId) => Object.values(byId)).find((r) => r[key])?.[key];
+  // Node's WebAssembly rows, then each browser's page rows that ran, then native.
+  const pages = [...new Set(engines.filter((e) => e.browser && results[e.name]).map((e) => e.family))];
+  for (const family of pagesOnly ? pages : ['wasm', ...pages, 'native']) {
+    out(`| **${sectionTitle(engines, family)}** |${' |'.repeat(header.length - 1)}`);
     const ours = oursOf(family);
     for (const engine of engines.filter((e) => e.family === family)) {
       for (const threads of engine.threads) {
@@ -81,8 +97,15 @@ export function renderDecode({ machine, engines, workloads, results, bandwidths 
   out();
   out('n/a: the float16 cache (D2h) is ours only.');
   out();
-  const found = (engine, key) => Object.values(results[engine] ?? {})
-    .flatMap((byId) => Object.values(byId)).find((r) => r[key])?.[key];
+  if (pages.length) {
+    const tick = (family) => found(oursOf(family), 'timerTickMs');
+    const versions = pages.map((family) => `${found(oursOf(family), 'browser') ?? family}` +
+      `${tick(family) ? `: ${fixed(tick(family) * 1000, 1)} µs` : ''}`).join('; ');
+    out('In browsers: the same steps on the page of the W rows (bench/browser), mha-wasm through the ' +
+        'package\'s proxy, onnxruntime-web on the page\'s main thread, timed with performance.now(), ' +
+        `which browsers coarsen (its step on the isolated page: ${versions}).`);
+    out();
+  }
   const info = found(oursOf('wasm'), 'info');
   const target = found(oursOf('native'), 'target');
   out(`Versions: ${machine.peers.filter((p) => p.startsWith('onnxruntime')).join(', ')}` +
@@ -90,6 +113,10 @@ export function renderDecode({ machine, engines, workloads, results, bandwidths 
       (target ? `; mha on Highway target ${target}` : '') + '.');
   out();
 
+  if (pagesOnly) {
+    outputsSection();
+    return;
+  }
   out('### Read bandwidth');
   out();
   for (const family of ['wasm', 'native']) {
@@ -143,16 +170,7 @@ export function renderDecode({ machine, engines, workloads, results, bandwidths 
   if (!memoryLines.length) out(`- not measured: ${wasm} ran no decoding step`);
   out();
 
-  out('### Outputs');
-  out();
-  const { checked, mismatches, skipped } = outputChecks(engines, workloads, get);
-  out(`${checked} outputs compared with the float64 reference of bench/export_decode.py (explicit torch ` +
-      'code: projections, rotary, grouped heads, causal softmax), tolerance 1e-4 abs or 1e-3 rel ' +
-      '(float16 cache: 1e-3 abs or 1e-2 rel): ' +
-      (mismatches.length ? `differ: ${mismatches.join('; ')}.` : 'all agree.') +
-      (skipped.length ? ` Not compared: ${skipped.join('; ')}.` : ''));
-  out();
-
+  outputsSection();
   out('## Targets of issue 12');
   out();
   const targets = decodeTargets(get, workloads, bandwidthShare);

@@ -3,8 +3,8 @@
 // (at least one: onnxruntime-web needs about five to settle), then repeat for
 // about budgetMs within [minReps, maxReps]; report the median. `before`, when
 // given, runs (and is awaited) ahead of every run outside the timed span (a
-// decoding step's cache rollback). No Node code: the Chromium page
-// (bench/chromium) imports it too; `timing` is workloads.json's "timing" or
+// decoding step's cache rollback). No Node code: the browser page
+// (bench/browser) imports it too; `timing` is workloads.json's "timing" or
 // "decodeTiming".
 
 function median(values) {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRng } from '../../web/demo/random.js';
 import { inputsFrom } from './inputs.mjs';
+import { REFERENCE_NAME, decodeInputsFrom } from './decode.mjs';
 
 export const BENCH_DIR = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 export const ROOT_DIR = path.dirname(BENCH_DIR);
@@ -98,3 +99,7 @@ export function readFloats(file) {
 
 // What writeInputs wrote (a Promise).
 export const readInputs = (w) => inputsFrom(w, (name) => fs.readFileSync(dataPath(w.id, name)));
+
+// What bench/export_decode.py wrote for a D row (a Promise), and where its reference output is.
+export const readDecodeInputs = (w) => decodeInputsFrom(w, (name) => fs.readFileSync(dataPath(w.id, name)));
+export const referencePath = (w) => dataPath(w.id, REFERENCE_NAME);
