@@ -36,6 +36,12 @@ struct KVCacheConfig {
   int64_t v_head_dim = 0;    // features per value head, > 0
   int64_t max_length = 0;    // keys it can hold per batch entry, > 0
   KVCacheDtype dtype = KVCacheDtype::kFloat32;
+  // A rolling cache (DESIGN.md, "Generation: beams, ragged batches, sliding
+  // windows"), for attention with a finite left window: a ring of
+  // max_length slots; an append that would pass max_length drops the oldest
+  // keys, which no later query can see. Each call needs max_length >= its
+  // left window + the keys it appends.
+  bool rolling = false;
 };
 
 class KVCache {
@@ -48,13 +54,19 @@ class KVCache {
   KVCache& operator=(const KVCache&) = delete;
 
   const KVCacheConfig& config() const { return config_; }
-  // Keys held per batch entry (every entry holds the same number). Safe to
+  // Positions appended per batch entry (every entry holds the same number):
+  // the keys' count P that the next call's masks and weights span. Safe to
   // call while another thread runs a call on the cache: it sees the length
   // before or after that call.
   int64_t length() const;
+  // Keys in memory per batch entry, the last held() positions: length()
+  // unless rolling, where it stops at max_length.
+  int64_t held() const;
 
   // Keeps the first `length` keys (0 <= length <= length()); the rest are
-  // forgotten. An error leaves the cache as it was.
+  // forgotten. A rolling cache of a module with left window `left` needs
+  // the keys length - left .. length - 1 still held (a free-standing one:
+  // length >= length() - held()). An error leaves the cache as it was.
   Status Truncate(int64_t length);
   void Reset() { Truncate(0); }
 
@@ -69,10 +81,11 @@ class KVCache {
  private:
   friend class KVCacheAccess;  // the core's side (src/core/kv_cache_internal.h)
   struct State;                // storage, length, lock and Reorder's bookkeeping
-  KVCache(const KVCacheConfig& config, uint64_t owner);
+  KVCache(const KVCacheConfig& config, uint64_t owner, int64_t window_left);
 
   KVCacheConfig config_;
   uint64_t owner_ = 0;
+  int64_t window_left_ = 0;  // a rolling module cache's module's left window; else 0
   std::unique_ptr<State> state_;
 };
 

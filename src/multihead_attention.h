@@ -38,8 +38,8 @@
 // - rotary: after projection and bias, the first rotary.dim features of every
 //   query and key head turn by position * base^(-2i/dim) for pair i; pairs
 //   are (i, i + dim/2) or, interleaved, (2i, 2i+1). Positions start at 0, or
-//   at the cache's length P with a cache. bias_k and zero-attention keys are
-//   not rotated.
+//   at the cache's length P with a cache, unless options.positions gives
+//   them. bias_k and zero-attention keys are not rotated.
 // - options.cache (from CreateKVCache): key/value hold only the S_new new
 //   rows (or are both empty TensorView{}: nothing is appended); they are
 //   projected, rotated and appended at positions P.., and the queries attend
@@ -127,6 +127,14 @@ struct ForwardOptions {
   bool is_causal = false;
   // Optional: a cache made by this module's CreateKVCache.
   KVCache* cache = nullptr;
+  // Optional, with rotary only (DESIGN.md, "Generation"): the rotary position
+  // of each query row and of the key row appended with it, num_positions =
+  // N * L entries batch-major (n * L + i) whatever batch_first (L unbatched);
+  // key rows, when given, must equal query rows. Hugging Face's position_ids
+  // for left-padded batches. Masks, window and ALiBi keep using slots (P + i).
+  // Null: P + i.
+  const int32_t* positions = nullptr;
+  size_t num_positions = 0;
 };
 
 struct ForwardResult {
@@ -194,9 +202,14 @@ class MultiheadAttention {
 
   // A cache of this module's key/value heads and head dims for batches of
   // batch_size, holding up to max_length keys; all its memory is allocated
-  // here. It may outlive the module.
-  Status CreateKVCache(int64_t batch_size, int64_t max_length, KVCacheDtype dtype,
+  // here. It may outlive the module. `rolling` (KVCacheConfig::rolling)
+  // needs a module with a finite left window.
+  Status CreateKVCache(int64_t batch_size, int64_t max_length, KVCacheDtype dtype, bool rolling,
                        std::unique_ptr<KVCache>* out) const;
+  Status CreateKVCache(int64_t batch_size, int64_t max_length, KVCacheDtype dtype,
+                       std::unique_ptr<KVCache>* out) const {
+    return CreateKVCache(batch_size, max_length, dtype, false, out);
+  }
 
   // `pool` may be null (runs on the calling thread). key and value may both
   // be empty (TensorView{}) only with options.cache.

@@ -38,13 +38,13 @@ size_t PackedFloats(const kernels::AttentionHead& h) {
 }
 
 // Copies h's masked keys and values to `packed` (PackedFloats(h) floats) and
-// points h at them.
+// points h at them, in order.
 void PackKeys(kernels::AttentionHead* h, float* packed) {
   float* k = packed;
   float* v = packed + h->masked_keys * h->qk_dim;
   for (size_t j = 0; j < h->masked_keys; ++j) {
-    const float* k_row = h->k + j * h->k_stride;
-    const float* v_row = h->v + j * h->v_stride;
+    const float* k_row = h->k + kernels::RingRow(j, h->ring) * h->k_stride;
+    const float* v_row = h->v + kernels::RingRow(j, h->ring) * h->v_stride;
     for (size_t e = 0; e < h->qk_dim; ++e) k[j * h->qk_dim + e] = k_row[e];
     for (size_t e = 0; e < h->v_dim; ++e) v[j * h->v_dim + e] = v_row[e];
   }
@@ -52,6 +52,7 @@ void PackKeys(kernels::AttentionHead* h, float* packed) {
   h->k_stride = h->qk_dim;
   h->v = v;
   h->v_stride = h->v_dim;
+  h->ring = 0;
 }
 
 }  // namespace

@@ -42,6 +42,7 @@ DecodeGroup StartGroup(const AttentionHead& head) {
   g.v = g.half ? static_cast<const void*>(head.v_half) : head.v;
   g.k_stride = head.k_stride;
   g.v_stride = head.v_stride;
+  g.ring = head.ring;
   g.num_keys = head.masked_keys;
   g.qk_dim = head.qk_dim;
   g.v_dim = head.v_dim;

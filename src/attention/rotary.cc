@@ -8,14 +8,17 @@ namespace mha {
 
 void RotateRows(const Rotation& rotary, float* x, size_t ld, size_t seq_len, size_t batch,
                 bool batch_first, size_t num_heads, size_t head_dim, size_t first_position,
-                std::vector<float>* table) {
+                const int32_t* positions, std::vector<float>* table) {
   const size_t dim = rotary.dim, half = dim / 2;
-  // Row s: the dim/2 cosines, then the dim/2 sines, of position first + s.
+  // Row t: the dim/2 cosines, then the dim/2 sines, of position first + t, or
+  // of positions[t] (one row per batch entry and sequence index then).
   // Angles in double: at position 4096 a float32 angle would be off by ~3e-4.
-  table->resize(seq_len * dim);
-  for (size_t s = 0; s < seq_len; ++s) {
+  const size_t rows = positions != nullptr ? batch * seq_len : seq_len;
+  table->resize(rows * dim);
+  for (size_t s = 0; s < rows; ++s) {
     float* row = table->data() + s * dim;
-    const double position = static_cast<double>(first_position + s);
+    const double position = positions != nullptr ? static_cast<double>(positions[s])
+                                                 : static_cast<double>(first_position + s);
     for (size_t i = 0; i < half; ++i) {
       const double angle =
           position * std::pow(rotary.base, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
@@ -24,7 +27,9 @@ void RotateRows(const Rotation& rotary, float* x, size_t ld, size_t seq_len, siz
     }
   }
   for (size_t r = 0; r < seq_len * batch; ++r) {
-    const float* angles = table->data() + (batch_first ? r % seq_len : r / batch) * dim;
+    const size_t s = batch_first ? r % seq_len : r / batch;
+    const size_t n = batch_first ? r / seq_len : r % batch;
+    const float* angles = table->data() + (positions != nullptr ? n * seq_len + s : s) * dim;
     kernels::RotateHeads(x + r * ld, num_heads, head_dim, dim, rotary.interleaved, angles,
                          angles + half);
   }

@@ -5,6 +5,7 @@
 #define MHA_SRC_ATTENTION_ROTARY_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace mha {
@@ -19,12 +20,14 @@ struct Rotation {
 };
 
 // Rotates the heads of projected rows in place. Rows are (seq, batch) in
-// memory order: row r is sequence index r % seq_len when batch_first, else
-// r / batch, and sits at position first_position + that index. Each row holds
-// num_heads heads of head_dim floats (row stride ld). `table` is scratch.
+// memory order: row r is sequence index s = r % seq_len and batch entry
+// n = r / seq_len when batch_first, else s = r / batch and n = r % batch. It
+// sits at position positions[n * seq_len + s] when `positions` is given, else
+// first_position + s. Each row holds num_heads heads of head_dim floats (row
+// stride ld). `table` is scratch.
 void RotateRows(const Rotation& rotary, float* x, size_t ld, size_t seq_len, size_t batch,
                 bool batch_first, size_t num_heads, size_t head_dim, size_t first_position,
-                std::vector<float>* table);
+                const int32_t* positions, std::vector<float>* table);
 
 }  // namespace mha
 

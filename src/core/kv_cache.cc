@@ -15,18 +15,19 @@ const char* KVCacheDtypeName(KVCacheDtype dtype) {
   return dtype == KVCacheDtype::kFloat16 ? "float16" : "float32";
 }
 
-KVCache::KVCache(const KVCacheConfig& config, uint64_t owner)
-    : config_(config), owner_(owner), state_(new State) {}
+KVCache::KVCache(const KVCacheConfig& config, uint64_t owner, int64_t window_left)
+    : config_(config), owner_(owner), window_left_(window_left), state_(new State) {}
 
 KVCache::~KVCache() = default;
 
 int64_t KVCache::length() const { return state_->length.load(std::memory_order_acquire); }
+int64_t KVCache::held() const { return state_->held.load(std::memory_order_acquire); }
 
 Status KVCache::Create(const KVCacheConfig& config, std::unique_ptr<KVCache>* out) {
-  return KVCacheAccess::Create(config, 0, out);
+  return KVCacheAccess::Create(config, 0, 0, out);
 }
 
-Status KVCacheAccess::Create(const KVCacheConfig& config, uint64_t owner,
+Status KVCacheAccess::Create(const KVCacheConfig& config, uint64_t owner, int64_t window_left,
                              std::unique_ptr<KVCache>* out) {
   const KVCacheConfig& c = config;
   const std::pair<const char*, int64_t> dims[] = {
@@ -49,9 +50,14 @@ Status KVCacheAccess::Create(const KVCacheConfig& config, uint64_t owner,
                                std::to_string(c.max_length) +
                                ": its storage would exceed the address space");
   }
+  if (c.rolling && window_left < 0) {
+    return Status::InvalidArgument("cache: rolling needs a module with a finite left window "
+                                   "(window), and this module has none: every key stays "
+                                   "visible, so none may be dropped");
+  }
   std::unique_ptr<KVCache> cache;
   try {
-    cache.reset(new KVCache(config, owner));
+    cache.reset(new KVCache(config, owner, c.rolling ? window_left : 0));
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("cache: not enough memory");
   }
@@ -74,107 +80,25 @@ Status KVCacheAccess::Create(const KVCacheConfig& config, uint64_t owner,
 
 Status KVCache::Truncate(int64_t length) {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  const int64_t held = state_->length.load(std::memory_order_relaxed);
-  if (length < 0 || length > held) {
-    return Status::InvalidArgument("truncate: expected a length in [0, " + std::to_string(held) +
+  const int64_t now = state_->length.load(std::memory_order_relaxed);
+  const int64_t held = state_->held.load(std::memory_order_relaxed);
+  if (length < 0 || length > now) {
+    return Status::InvalidArgument("truncate: expected a length in [0, " + std::to_string(now) +
                                    "] (the keys the cache holds), got " + std::to_string(length));
   }
+  // A rolling cache keeps what the next query sees: keys length - left ..
+  // length - 1 (none for length 0, as reset).
+  const int64_t first_needed = std::max<int64_t>(0, length - window_left_);
+  if (first_needed < length && first_needed < now - held) {
+    return Status::InvalidArgument(
+        "truncate: the rolling cache holds positions " + std::to_string(now - held) + ".." +
+        std::to_string(now - 1) + " (max_length " + std::to_string(config_.max_length) +
+        "); truncating to " + std::to_string(length) + " needs positions " +
+        std::to_string(first_needed) + ".." + std::to_string(length - 1) + " (left window " +
+        std::to_string(window_left_) + "); the cache is left as it was");
+  }
+  state_->held.store(std::max<int64_t>(0, held - (now - length)), std::memory_order_release);
   state_->length.store(length, std::memory_order_release);
-  return Status::Ok();
-}
-
-namespace {
-
-// The held rows of the batch entries in one storage (keys or values): entry
-// n's rows of key/value head g are the held_bytes at Run(n, g).
-struct HeldRuns {
-  uint8_t* base;
-  size_t heads, head_bytes, held_bytes;
-
-  uint8_t* Run(size_t n, size_t g) const { return base + (n * heads + g) * head_bytes; }
-
-  // Entry `to` becomes a copy of entry `from` (another one).
-  void Copy(size_t to, size_t from) const {
-    for (size_t g = 0; g < heads; ++g) std::memcpy(Run(to, g), Run(from, g), held_bytes);
-  }
-
-  // Rotates the cycle through `start` (from[x] != x on it, and it comes back
-  // to start): each entry x on it becomes the old entry from[x]. A chunk at a
-  // time through a stack buffer: k + 1 copies of each chunk for k entries.
-  void Rotate(const int32_t* from, size_t start) const {
-    uint8_t chunk[4096];
-    for (size_t g = 0; g < heads; ++g) {
-      for (size_t i = 0; i < held_bytes; i += sizeof(chunk)) {
-        const size_t bytes = std::min(sizeof(chunk), held_bytes - i);
-        std::memcpy(chunk, Run(start, g) + i, bytes);
-        size_t x = start;
-        for (; static_cast<size_t>(from[x]) != start; x = static_cast<size_t>(from[x])) {
-          std::memcpy(Run(x, g) + i, Run(static_cast<size_t>(from[x]), g) + i, bytes);
-        }
-        std::memcpy(Run(x, g) + i, chunk, bytes);
-      }
-    }
-  }
-};
-
-// Makes entry b of `runs` the old entry from[b], for b in [0, n), in place.
-// marks[x] (n of them) is -1 for an entry that is not (or no longer) to be
-// written, else how many entries still to be written read it. First, every
-// entry that no one still needs is written (each write may free its source:
-// the chain is followed); what is left to write then reads only itself in
-// cycles (every entry there has exactly one reader left), each rotated. A
-// source of several entries is overwritten only after all of them have read
-// it, so duplicates and drops need no buffer of an entry's size.
-void Permute(const int32_t* from, size_t n, int32_t* marks, const HeldRuns (&runs)[2]) {
-  for (size_t x = 0; x < n; ++x) marks[x] = static_cast<size_t>(from[x]) == x ? -1 : 0;
-  for (size_t x = 0; x < n; ++x) {
-    if (marks[x] >= 0 && marks[from[x]] >= 0) ++marks[from[x]];
-  }
-  for (size_t start = 0; start < n; ++start) {
-    for (size_t x = start; marks[x] == 0;) {
-      const size_t source = static_cast<size_t>(from[x]);
-      for (const HeldRuns& r : runs) r.Copy(x, source);
-      marks[x] = -1;
-      if (marks[source] > 0) --marks[source];
-      x = source;
-    }
-  }
-  for (size_t start = 0; start < n; ++start) {
-    if (marks[start] < 0) continue;
-    for (const HeldRuns& r : runs) r.Rotate(from, start);
-    for (size_t x = start; marks[x] >= 0; x = static_cast<size_t>(from[x])) marks[x] = -1;
-  }
-}
-
-}  // namespace
-
-Status KVCache::Reorder(const int32_t* indices, size_t count) {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  const int64_t n = config_.batch_size;
-  const std::string unchanged = "; the cache is left as it was";
-  if (count != static_cast<uint64_t>(n) || indices == nullptr) {
-    return Status::InvalidArgument("reorder: indices: expected batch_size (" + std::to_string(n) +
-                                   ") entries, got " +
-                                   (indices == nullptr ? "none" : std::to_string(count)) +
-                                   unchanged);
-  }
-  for (size_t b = 0; b < count; ++b) {
-    if (indices[b] < 0 || indices[b] >= n) {
-      return Status::InvalidArgument("reorder: indices[" + std::to_string(b) +
-                                     "]: expected an index in [0, " + std::to_string(n) +
-                                     ") (the cache's batch_size), got " +
-                                     std::to_string(indices[b]) + unchanged);
-    }
-  }
-  const size_t held = static_cast<size_t>(state_->length.load(std::memory_order_relaxed));
-  const size_t element = config_.dtype == KVCacheDtype::kFloat16 ? 2 : 4;
-  const size_t heads = static_cast<size_t>(config_.num_kv_heads);
-  const size_t max_length = static_cast<size_t>(config_.max_length);
-  const size_t k_row = static_cast<size_t>(config_.head_dim) * element;
-  const size_t v_row = static_cast<size_t>(config_.v_head_dim) * element;
-  const HeldRuns runs[2] = {{state_->keys.get(), heads, max_length * k_row, held * k_row},
-                            {state_->values.get(), heads, max_length * v_row, held * v_row}};
-  Permute(indices, count, state_->reorder_marks.get(), runs);
   return Status::Ok();
 }
 
@@ -183,11 +107,50 @@ std::string KVCacheAccess::Describe(const KVCache& cache) {
   return "cache (batch_size " + std::to_string(c.batch_size) + ", num_kv_heads " +
          std::to_string(c.num_kv_heads) + ", head_dim " + std::to_string(c.head_dim) +
          ", v_head_dim " + std::to_string(c.v_head_dim) + ", max_length " +
-         std::to_string(c.max_length) + ", " + KVCacheDtypeName(c.dtype) + ", holding " +
-         std::to_string(cache.length()) + ")";
+         std::to_string(c.max_length) + ", " + KVCacheDtypeName(c.dtype) +
+         (c.rolling ? ", rolling, length " + std::to_string(cache.length()) + ", holding " +
+                          std::to_string(cache.held())
+                    : ", holding " + std::to_string(cache.length())) +
+         ")";
 }
 
-Status KVCacheAccess::CheckAppend(const KVCache& cache, int64_t new_keys) {
+namespace {
+
+// A rolling cache keeps every key a query of the call may see: its left
+// window and the new keys fit in the ring, and the keys before the call
+// that the first query sees are still held (only a free-standing cache,
+// truncated or used with a wider window before, may lack them).
+Status CheckRollingAppend(const KVCache& cache, int64_t new_keys, int64_t left) {
+  const int64_t max_length = cache.config().max_length;
+  const std::string unchanged = "; the cache is left as it was";
+  if (left < 0) {
+    return Status::InvalidArgument(KVCacheAccess::Describe(cache) +
+                                   ": a rolling cache needs a finite left window (window), and "
+                                   "this call has none" + unchanged);
+  }
+  if (max_length < left + new_keys) {
+    return Status::InvalidArgument(
+        KVCacheAccess::Describe(cache) + ": a rolling cache needs max_length (" +
+        std::to_string(max_length) + ") >= left window (" + std::to_string(left) +
+        ") + keys appended (" + std::to_string(new_keys) + "); append at most " +
+        std::to_string(std::max<int64_t>(0, max_length - left)) + " keys a call" + unchanged);
+  }
+  const int64_t length = cache.length(), held = cache.held();
+  const int64_t first_needed = std::max<int64_t>(0, length - left);
+  if (first_needed < length - held) {
+    return Status::InvalidArgument(
+        KVCacheAccess::Describe(cache) + ": the queries see positions from " +
+        std::to_string(first_needed) + " (left window " + std::to_string(left) +
+        "), but the rolling cache holds them from " + std::to_string(length - held) + " only" +
+        unchanged);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status KVCacheAccess::CheckAppend(const KVCache& cache, int64_t new_keys, int64_t window_left) {
+  if (cache.config_.rolling) return CheckRollingAppend(cache, new_keys, window_left);
   const int64_t held = cache.length(), max_length = cache.config_.max_length;
   if (new_keys > max_length - held) {
     return Status::InvalidArgument("cache: appending " + std::to_string(new_keys) +
@@ -209,6 +172,8 @@ void Store(const float* src, size_t count, KVCacheDtype dtype, uint8_t* dst) {
   }
 }
 
+// Position start + j goes to row (start + j) % max_length: a rolling cache's
+// ring (start + j itself otherwise, below max_length).
 void WriteRows(const NewKVRows& rows, size_t new_keys, const KVCacheConfig& c,
                size_t head_dim, size_t start, uint8_t* storage) {
   const size_t heads = static_cast<size_t>(c.num_kv_heads);
@@ -219,7 +184,7 @@ void WriteRows(const NewKVRows& rows, size_t new_keys, const KVCacheConfig& c,
       for (size_t j = 0; j < new_keys; ++j) {
         const float* src = rows.data + n * rows.batch_stride + j * rows.seq_stride +
                            g * rows.head_stride;
-        const size_t row = (n * heads + g) * max_length + start + j;
+        const size_t row = (n * heads + g) * max_length + (start + j) % max_length;
         Store(src, head_dim, c.dtype, storage + row * head_dim * element);
       }
     }
@@ -237,6 +202,24 @@ void KVCacheAccess::Write(KVCache& cache, const NewKVRows& keys, const NewKVRows
             cache.state_->values.get());
 }
 
+void KVCacheAccess::Grow(KVCache& cache, int64_t length) {
+  KVCache::State& s = *cache.state_;
+  const int64_t added = length - s.length.load(std::memory_order_relaxed);
+  const int64_t held = s.held.load(std::memory_order_relaxed) + added;
+  s.held.store(std::min(held, cache.config_.max_length), std::memory_order_release);
+  s.length.store(length, std::memory_order_release);
+}
+
+HeldSlots KVCacheAccess::Held(const KVCache& cache) {
+  const size_t max_length = static_cast<size_t>(cache.config_.max_length);
+  const size_t held = static_cast<size_t>(cache.held());
+  const size_t first = static_cast<size_t>(cache.length() - cache.held()) % max_length;
+  HeldSlots slots;
+  slots.runs[0] = {first, std::min(held, max_length - first)};
+  slots.runs[1] = {0, held - slots.runs[0].count};
+  return slots;
+}
+
 KVRows KVCacheAccess::Read(const KVCache& cache) {
   const KVCacheConfig& c = cache.config_;
   const size_t heads = static_cast<size_t>(c.num_kv_heads), max_length = static_cast<size_t>(c.max_length);
@@ -247,6 +230,7 @@ KVRows KVCacheAccess::Read(const KVCache& cache) {
   rows.v_step = static_cast<size_t>(c.v_head_dim);
   rows.v_head = max_length * rows.v_step;
   rows.v_batch = heads * rows.v_head;
+  rows.ring = c.rolling ? max_length : 0;
   const uint8_t* keys = cache.state_->keys.get();
   const uint8_t* values = cache.state_->values.get();
   if (c.dtype == KVCacheDtype::kFloat16) {

@@ -24,11 +24,14 @@ namespace mha {
 // So a head's keys are one contiguous run that decoding streams through
 // (position-major rows made each head read a slice of every row, and the
 // prefetched rest of the row was gone before the next head needed it).
-// Elements are float, or uint16_t (IEEE half bits) for kFloat16.
+// Elements are float, or uint16_t (IEEE half bits) for kFloat16. Position p
+// sits in row p % max_length: row p itself unless rolling, where the rows
+// are a ring holding the last `held` positions.
 struct KVCache::State {
   std::mutex mutex;  // held by each call that reads or writes the cache
-  // Written under `mutex`; read without it by KVCache::length().
+  // Written under `mutex`; read without it by KVCache::length() / held().
   std::atomic<int64_t> length{0};
+  std::atomic<int64_t> held{0};
   hwy::AlignedFreeUniquePtr<uint8_t[]> keys, values;
   // batch_size counters for Reorder, allocated with the storage so that
   // reordering allocates nothing (src/core/kv_cache.cc).
@@ -45,8 +48,9 @@ struct NewKVRows {
 // Where attention reads keys and values: row j of the keys of batch entry n,
 // key/value head g starts at keys + n * k_batch + g * k_head + j * k_step
 // (values likewise), or in the float16 rows keys_half / values_half when
-// those are set. Callers describe their own inputs with one;
-// KVCacheAccess::Read describes the cache.
+// those are set; with ring != 0, key j is row j % ring (a rolling cache).
+// Callers describe their own inputs with one; KVCacheAccess::Read describes
+// the cache.
 struct KVRows {
   const float* keys = nullptr;
   const float* values = nullptr;
@@ -54,6 +58,7 @@ struct KVRows {
   const uint16_t* values_half = nullptr;
   size_t k_batch = 0, k_head = 0, k_step = 0;
   size_t v_batch = 0, v_head = 0, v_step = 0;
+  size_t ring = 0;
 
   // Points `head` at the keys and values of entry n, head g (and sets its strides).
   void PointHead(size_t n, size_t g, kernels::AttentionHead* head) const {
@@ -67,14 +72,25 @@ struct KVRows {
     }
     head->k_stride = k_step;
     head->v_stride = v_step;
+    head->ring = ring;
   }
+};
+
+// The rows that hold keys, per batch entry and head: one run of slots, or
+// two where a rolling cache's ring wraps.
+struct HeldSlots {
+  struct Run {
+    size_t first = 0, count = 0;
+  } runs[2];
 };
 
 class KVCacheAccess {
  public:
-  // A cache tied to module `owner` (MultiheadAttention::CreateKVCache); 0
-  // for a free-standing one.
-  static Status Create(const KVCacheConfig& config, uint64_t owner, std::unique_ptr<KVCache>* out);
+  // A cache tied to module `owner` (MultiheadAttention::CreateKVCache), whose
+  // left window (-1: none) a rolling cache needs; owner 0 for a
+  // free-standing one (window_left 0: each call brings its window).
+  static Status Create(const KVCacheConfig& config, uint64_t owner, int64_t window_left,
+                       std::unique_ptr<KVCache>* out);
 
   static uint64_t Owner(const KVCache& cache) { return cache.owner_; }
 
@@ -87,20 +103,24 @@ class KVCacheAccess {
   // max_length 4096, float32, holding 12)", for error messages.
   static std::string Describe(const KVCache& cache);
 
-  // OK when `new_keys` more keys fit; else an error naming the numbers.
-  static Status CheckAppend(const KVCache& cache, int64_t new_keys);
+  // OK when `new_keys` more keys fit (a rolling cache: when the ring keeps
+  // every key the call's queries may see, with left window `window_left`,
+  // -1 for none); else an error naming the numbers.
+  static Status CheckAppend(const KVCache& cache, int64_t new_keys, int64_t window_left);
 
   // Stores new_keys keys and values per batch entry at positions length()..
   // (converted to float16 if so stored). They count only after Grow; the
-  // caller holds the lock and has checked CheckAppend(new_keys).
+  // caller holds the lock and has checked CheckAppend(new_keys). A rolling
+  // cache's new keys overwrite its oldest.
   static void Write(KVCache& cache, const NewKVRows& keys, const NewKVRows& values,
                     size_t new_keys);
 
-  // Records that the rows [length(), length) of every batch entry now hold
-  // keys and values; length() <= length <= max_length. The caller holds the lock.
-  static void Grow(KVCache& cache, int64_t length) {
-    cache.state_->length.store(length, std::memory_order_release);
-  }
+  // Records that positions [length(), length) of every batch entry now hold
+  // keys and values. The caller holds the lock.
+  static void Grow(KVCache& cache, int64_t length);
+
+  // The slots of the held positions.
+  static HeldSlots Held(const KVCache& cache);
 
   // The storage, for attention: float32 rows, or float16 ones (keys_half,
   // values_half) that the kernels convert as they read them.

@@ -156,7 +156,7 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionConfig& config)
 MultiheadAttention::~MultiheadAttention() = default;
 
 Status MultiheadAttention::CreateKVCache(int64_t batch_size, int64_t max_length,
-                                         KVCacheDtype dtype,
+                                         KVCacheDtype dtype, bool rolling,
                                          std::unique_ptr<KVCache>* out) const {
   if (config_.add_bias_kv || config_.add_zero_attn) {
     return Status::InvalidArgument(
@@ -169,7 +169,8 @@ Status MultiheadAttention::CreateKVCache(int64_t batch_size, int64_t max_length,
   c.v_head_dim = config_.v_head_dim;
   c.max_length = max_length;
   c.dtype = dtype;
-  return KVCacheAccess::Create(c, impl_->id, out);
+  c.rolling = rolling;
+  return KVCacheAccess::Create(c, impl_->id, config_.window.left, out);
 }
 
 std::vector<ParameterSpec> MultiheadAttention::Parameters() const {

@@ -74,7 +74,7 @@ Status CheckCache(const MultiheadAttentionConfig& c, uint64_t module_id, const K
                                    std::to_string(cache.config().batch_size) +
                                    ", but query has batch size " + std::to_string(dims.N));
   }
-  return KVCacheAccess::CheckAppend(cache, dims.S);
+  return KVCacheAccess::CheckAppend(cache, dims.S, c.window.left);
 }
 
 // query, key, value and the cache, which give the dims.
@@ -143,6 +143,31 @@ Status CheckMasks(const MultiheadAttentionConfig& c, const ForwardOptions& o, co
   return Status::Ok();
 }
 
+// positions: one per query row (N * L), rotary on, and key rows (when given)
+// the query rows they rotate with.
+Status CheckPositions(const MultiheadAttentionConfig& c, const ForwardOptions& o,
+                      const Dims& dims) {
+  if (!c.rotary.enabled) {
+    return Status::InvalidArgument("positions: given to a module without rotary; positions only "
+                                   "turn rotary queries and keys (masks, window and ALiBi use "
+                                   "cache slots)");
+  }
+  const int64_t expected = dims.N * dims.L;
+  if (o.num_positions != static_cast<uint64_t>(expected)) {
+    return Status::InvalidArgument("positions: expected " + std::to_string(expected) +
+                                   " entries (N * L = " + std::to_string(dims.N) + " * " +
+                                   std::to_string(dims.L) + ", batch-major), got " +
+                                   std::to_string(o.num_positions));
+  }
+  if (dims.S != 0 && dims.S != dims.L) {
+    return Status::InvalidArgument("positions: key has " + std::to_string(dims.S) +
+                                   " rows and query " + std::to_string(dims.L) +
+                                   "; positions need the key rows to be the query rows (or "
+                                   "key and value absent with a cache)");
+  }
+  return Status::Ok();
+}
+
 // The call's plan (MakePlan decides its kernel, once).
 ForwardPlan Plan(const MultiheadAttentionConfig& c, const Dims& dims, const ForwardOptions& o) {
   ForwardPlan plan;
@@ -164,6 +189,7 @@ Status CheckForward(const MultiheadAttentionConfig& c, uint64_t module_id,
   if (o.key_padding_mask.present() || o.attn_mask.present()) {
     MHA_RETURN_IF_ERROR(CheckMasks(c, o, &dims));
   }
+  if (o.positions != nullptr) MHA_RETURN_IF_ERROR(CheckPositions(c, o, dims));
   const int64_t N = dims.N, L = dims.L, T = dims.T(), H = c.num_heads;
   // The largest buffers (projections, per-head weights, a converted 3-D mask)
   // must be addressable, or their sizes and offsets would wrap around.

@@ -74,8 +74,10 @@ struct MultiheadAttention::Impl {
   // Q, K and V (the live keys' rows only when trimmed).
   Projections Project(const ForwardPlan& plan, const TensorView& query, const TensorView& key,
                       const TensorView& value, ThreadPool* pool);
-  // Turns the projected queries and new keys by their positions.
-  void Rotate(const MultiheadAttentionConfig& c, const ForwardPlan& plan, const Projections& p);
+  // Turns the projected queries and new keys by their positions (P + i, or
+  // `positions` when not null: ForwardOptions::positions).
+  void Rotate(const MultiheadAttentionConfig& c, const ForwardPlan& plan, const Projections& p,
+              const int32_t* positions);
   // Appends the keys (AppendKeys) and lays out everything attention reads
   // and writes, allocating the output and weights.
   HeadSources Sources(const MultiheadAttentionConfig& c, const ForwardPlan& plan,

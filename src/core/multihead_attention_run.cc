@@ -16,7 +16,7 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, const Forw
                                    ForwardResult* result, ThreadPool* pool) {
   const float* key_padding = TrimKeyPadding(plan, o);
   const Projections p = Project(plan, query, key, value, pool);
-  if (c.rotary.enabled) Rotate(c, plan, p);
+  if (c.rotary.enabled) Rotate(c, plan, p, o.positions);
   const HeadSources sources = Sources(c, plan, p, key_padding, o, result);
   FillHeads(plan.attention, sources, &heads);
   RunAttentionHeads(heads, plan.attention.kernel, pool, &scratch);
@@ -89,12 +89,12 @@ Projections MultiheadAttention::Impl::Project(const ForwardPlan& plan, const Ten
 }
 
 void MultiheadAttention::Impl::Rotate(const MultiheadAttentionConfig& c, const ForwardPlan& plan,
-                                      const Projections& p) {
+                                      const Projections& p, const int32_t* positions) {
   const AttentionPlan& a = plan.attention;
   const Rotation rotation{static_cast<size_t>(c.rotary.dim), c.rotary.base, c.rotary.interleaved};
   const bool bf = plan.batch_first;
-  RotateRows(rotation, p.q, p.q_ld, a.L, a.N, bf, a.H, a.qk_dim, a.P, &rotary_table);
-  RotateRows(rotation, p.k, p.k_ld, a.S, a.N, bf, a.Hkv, a.qk_dim, a.P, &rotary_table);
+  RotateRows(rotation, p.q, p.q_ld, a.L, a.N, bf, a.H, a.qk_dim, a.P, positions, &rotary_table);
+  RotateRows(rotation, p.k, p.k_ld, a.S, a.N, bf, a.Hkv, a.qk_dim, a.P, positions, &rotary_table);
 }
 
 HeadSources MultiheadAttention::Impl::Sources(const MultiheadAttentionConfig& c,

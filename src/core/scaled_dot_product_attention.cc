@@ -57,7 +57,7 @@ struct SdpaDims {
   std::vector<size_t> mask_strides;    // per dim of (B, H, L, T) or (B, L, T), 0: broadcast
 };
 
-Status CheckCache(const KVCache& cache, const SdpaDims& d) {
+Status CheckCache(const KVCache& cache, const SdpaDims& d, int64_t window_left) {
   if (KVCacheAccess::Owner(cache) != 0) {
     return Status::InvalidArgument(KVCacheAccess::Describe(cache) + " belongs to a MultiheadAttention module; "
                                    "scaled_dot_product_attention takes a cache from createKVCache");
@@ -70,7 +70,7 @@ Status CheckCache(const KVCache& cache, const SdpaDims& d) {
         std::to_string(d.B) + ", num_kv_heads " + std::to_string(d.Hkv) + ", head_dim " +
         std::to_string(d.E) + ", v_head_dim " + std::to_string(d.Ev));
   }
-  return KVCacheAccess::CheckAppend(cache, d.S);
+  return KVCacheAccess::CheckAppend(cache, d.S, window_left);
 }
 
 Status CheckSdpa(const TensorView& query, const TensorView& key, const TensorView& value,
@@ -127,7 +127,7 @@ Status CheckSdpa(const TensorView& query, const TensorView& key, const TensorVie
           (options.enable_gqa ? "they must be a multiple of the cache's num_kv_heads"
                               : "without enable_gqa they must equal the cache's num_kv_heads"));
     }
-    MHA_RETURN_IF_ERROR(CheckCache(*options.cache, *d));
+    MHA_RETURN_IF_ERROR(CheckCache(*options.cache, *d, options.window.left));
     d->P = options.cache->length();
   }
   if (d->E == 0 || d->P + d->S == 0) {

@@ -68,21 +68,23 @@ inline size_t DecodeScratchSize(const DecodeGroup& g) {
 inline size_t DecodeStateRow(const DecodeGroup& g) { return DecodeValuePad(g.v_dim) + 2; }
 inline size_t DecodeStateSize(const DecodeGroup& g) { return g.num_rows * DecodeStateRow(g); }
 
-// Rows [j0, j0 + cols) of k or v as floats zero-padded to `padded`, *step
-// floats apart: in place when stored so, else converted into `buf`.
+// Keys [j0, j0 + cols) of k or v as floats zero-padded to `padded`, *step
+// floats apart: in place when stored so in consecutive rows, else converted
+// into `buf` (also a sub-block that crosses a ring's end).
 inline const float* DecodeBlock(const DecodeGroup& g, const void* base, size_t stride, size_t dim,
                                 size_t padded, size_t j0, size_t cols, float* HWY_RESTRICT buf,
                                 size_t* step) {
-  if (!g.half && dim == padded) {
+  if (!g.half && dim == padded && kernels::RingRun(j0, cols, g.ring)) {
     *step = stride;
-    return static_cast<const float*>(base) + j0 * stride;
+    return static_cast<const float*>(base) + kernels::RingRow(j0, g.ring) * stride;
   }
   for (size_t c = 0; c < cols; ++c) {
     float* row = buf + c * padded;
+    const size_t at = kernels::RingRow(j0 + c, g.ring) * stride;
     if (g.half) {
-      HalfToFloat(static_cast<const uint16_t*>(base) + (j0 + c) * stride, dim, row);
+      HalfToFloat(static_cast<const uint16_t*>(base) + at, dim, row);
     } else {
-      std::memcpy(row, static_cast<const float*>(base) + (j0 + c) * stride, dim * sizeof(float));
+      std::memcpy(row, static_cast<const float*>(base) + at, dim * sizeof(float));
     }
     for (size_t e = dim; e < padded; ++e) row[e] = 0.0f;
   }

@@ -38,6 +38,8 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 using kernels::AttentionHead;
+using kernels::RingRow;
+using kernels::RingRun;
 
 // Keys per tile: their transposed scores (kKeyTile x chunk) stay in L1.
 constexpr size_t kKeyTile = 64;
@@ -109,7 +111,7 @@ inline ChunkScratch SplitScratch(const AttentionHead& h, float* scratch) {
 // Key j of the tile that starts at key j0: float16 keys were converted to kt.
 inline const float* KeyRow(const AttentionHead& h, size_t j0, const float* kt, size_t j) {
   if (j >= h.masked_keys) return h.extra_k + (j - h.masked_keys) * h.qk_dim;
-  return h.k_half != nullptr ? kt + (j - j0) * h.qk_dim : h.k + j * h.k_stride;
+  return h.k_half != nullptr ? kt + (j - j0) * h.qk_dim : h.k + RingRow(j, h.ring) * h.k_stride;
 }
 
 // Writes value j (v_dim floats) to `row`.
@@ -117,9 +119,9 @@ inline void CopyValueRow(const AttentionHead& h, size_t j, float* HWY_RESTRICT r
   if (j >= h.masked_keys) {
     std::memcpy(row, h.extra_v + (j - h.masked_keys) * h.v_dim, h.v_dim * sizeof(float));
   } else if (h.v_half != nullptr) {
-    HalfToFloat(h.v_half + j * h.v_stride, h.v_dim, row);
+    HalfToFloat(h.v_half + RingRow(j, h.ring) * h.v_stride, h.v_dim, row);
   } else {
-    std::memcpy(row, h.v + j * h.v_stride, h.v_dim * sizeof(float));
+    std::memcpy(row, h.v + RingRow(j, h.ring) * h.v_stride, h.v_dim * sizeof(float));
   }
 }
 
@@ -183,7 +185,7 @@ inline void ScoreTile(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
   const size_t masked_cols = MaskedCols(h, j0, cols);
   if (h.k_half != nullptr) {
     for (size_t c = 0; c < masked_cols; ++c) {
-      HalfToFloat(h.k_half + (j0 + c) * h.k_stride, h.qk_dim, s.kt + c * h.qk_dim);
+      HalfToFloat(h.k_half + RingRow(j0 + c, h.ring) * h.k_stride, h.qk_dim, s.kt + c * h.qk_dim);
     }
   }
   for (size_t c = 0; c < cols; c += kTileRows) {
@@ -251,8 +253,9 @@ inline void AccumulateTile(const AttentionHead& h, size_t i0, size_t n, size_t j
   const size_t v_pad = PaddedVDim(h.v_dim);
   const float* v = s.vt;
   size_t v_stride = v_pad;
-  if (ValuesInPlace(h) && h.v_half == nullptr && j0 + cols <= h.masked_keys) {
-    v = h.v + j0 * h.v_stride;
+  if (ValuesInPlace(h) && h.v_half == nullptr && j0 + cols <= h.masked_keys &&
+      RingRun(j0, cols, h.ring)) {
+    v = h.v + RingRow(j0, h.ring) * h.v_stride;
     v_stride = h.v_stride;
   } else {
     for (size_t c = 0; c < cols; ++c) {

@@ -103,6 +103,15 @@ struct ScoreRule {
   }
 };
 
+// The row of key j in a ring of `ring` rows (a rolling cache's); 0: row j.
+inline size_t RingRow(size_t j, size_t ring) { return ring == 0 ? j : j % ring; }
+
+// Whether keys [j0, j0 + count) are consecutive rows (they do not cross the
+// ring's end).
+inline bool RingRun(size_t j0, size_t count, size_t ring) {
+  return ring == 0 || j0 % ring + count <= ring;
+}
+
 struct AttentionHead {
   const float* q = nullptr;  // num_queries rows of qk_dim, row stride q_stride
   size_t q_stride = 0;
@@ -133,6 +142,9 @@ struct AttentionHead {
   // key tile as it reads them.
   const uint16_t* k_half = nullptr;
   const uint16_t* v_half = nullptr;
+  // Key (and value) j of the masked ones is row RingRow(j, ring) (a rolling
+  // cache keeps the last keys in a ring; the rule still counts positions).
+  size_t ring = 0;
 
   size_t num_keys() const { return masked_keys + num_extra; }
 };
@@ -160,6 +172,7 @@ struct DecodeGroup {
   const void* v = nullptr;             // num_keys rows, v_stride elements apart
   size_t k_stride = 0, v_stride = 0;
   bool half = false;                   // k, v hold IEEE float16 (uint16_t), else float
+  size_t ring = 0;                     // key j is row RingRow(j, ring)
   size_t num_keys = 0, qk_dim = 0, v_dim = 0;
   size_t first_key = 0;  // no row sees a key before it (a window's left side)
   float scale = 1.0f;

@@ -1,6 +1,7 @@
 // Every decoding fixture (tests/fixtures/decoding, from PyTorch via
 // decoding_fixtures.py and beam_fixtures.py, and tests/fixtures/models, the
-// attention of today's models via model_fixtures.py) through the public API:
+// attention of today's models via model_fixtures.py, and tests/fixtures/generation, ragged
+// batches with positions and rolling caches via generation_fixtures.py) through the public API:
 // a schedule of calls on one KV cache (prefill, steps, chunks, truncation,
 // beam-search reorders, cross-attention over a filled cache), each call's
 // output and weights against the fixture, on every compiled Highway target,
@@ -36,6 +37,7 @@ struct DecodeConfig {
   mha::MultiheadAttentionConfig module;
   int64_t batch_size = 1, max_length = 0;
   mha::KVCacheDtype dtype = mha::KVCacheDtype::kFloat32;
+  bool rolling = false;  // generation fixtures
   bool enable_gqa = false;
   std::vector<Step> steps;
 };
@@ -104,6 +106,7 @@ mha::Status ReadDecodeConfig(const Fixture& f, DecodeConfig* out) {
   c.dtype = v.Find("dtype")->string == "float16" ? mha::KVCacheDtype::kFloat16
                                                  : mha::KVCacheDtype::kFloat32;
   c.enable_gqa = Bool(v, "enable_gqa");
+  c.rolling = Bool(v, "rolling");
   for (const mha::json::Value& s : v.Find("steps")->array) {
     Step step;
     step.truncate = s.Find("truncate")->integer;
@@ -146,11 +149,12 @@ void RunSchedule(Fixture& f, const DecodeConfig& c, mha::ThreadPool* pool, int* 
     kc.v_head_dim = v.shape[3];
     kc.max_length = c.max_length;
     kc.dtype = c.dtype;
+    kc.rolling = c.rolling;
     ASSERT_OK(mha::KVCache::Create(kc, &cache));
   } else {
     ASSERT_OK(mha::MultiheadAttention::Create(c.module, &module));
     ASSERT_OK(module->LoadSafetensors(f.bytes.data(), f.bytes.size(), {"param."}));
-    ASSERT_OK(module->CreateKVCache(c.batch_size, c.max_length, c.dtype, &cache));
+    ASSERT_OK(module->CreateKVCache(c.batch_size, c.max_length, c.dtype, c.rolling, &cache));
   }
   int call = 0;
   for (size_t i = 0; i < c.steps.size(); ++i) {
@@ -201,6 +205,15 @@ void RunSchedule(Fixture& f, const DecodeConfig& c, mha::ThreadPool* pool, int* 
       o.need_weights = step.need_weights;
       o.average_attn_weights = step.average_attn_weights;
       o.cache = cache.get();
+      // Generation fixtures: positions as F32 integers.
+      std::vector<int32_t> positions;
+      if (f.Has(prefix + "positions")) {
+        mha::TensorView p;
+        ASSERT_OK(f.View(prefix + "positions", &p));
+        positions.assign(p.data, p.data + mha::NumElements(p.shape));
+        o.positions = positions.data();
+        o.num_positions = positions.size();
+      }
       mha::ForwardResult result;
       ASSERT_OK(module->Forward(q, k, v, o, &result, pool));
       output = std::move(result.output);
@@ -259,6 +272,11 @@ INSTANTIATE_TEST_SUITE_P(Models, DecodingFixtureTest,
                                             ::testing::ValuesIn(ListFixtures("models"))),
                          ParamName);
 
+INSTANTIATE_TEST_SUITE_P(Generation, DecodingFixtureTest,
+                         ::testing::Combine(::testing::ValuesIn(hwy::SupportedAndGeneratedTargets()),
+                                            ::testing::ValuesIn(ListFixtures("generation"))),
+                         ParamName);
+
 TEST(DecodingFixtureList, HasFixtures) {
   const std::vector<std::string> all = ListFixtures("decoding");
   EXPECT_GE(all.size(), 25u);
@@ -266,6 +284,7 @@ TEST(DecodingFixtureList, HasFixtures) {
               return path.find("/beam_") != std::string::npos;
             }), 5);
   EXPECT_GE(ListFixtures("models").size(), 8u);
+  EXPECT_GE(ListFixtures("generation").size(), 6u);
 }
 
 }  // namespace
