@@ -8,7 +8,7 @@
 // memory?, soak?, notCompared? } or { error }.
 import fs from 'node:fs';
 import { wasmHeapBytes } from './lib/wasm_memory.mjs';
-import { measure } from './lib/timing.mjs';
+import { measure, measurePair } from './lib/timing.mjs';
 import { reportResult } from './lib/child_report.mjs';
 import { isDecode } from './lib/decode.mjs';
 import { config, dataPath, findWorkload, makeInputs, readDecodeInputs, readInputs } from './lib/workloads.mjs';
@@ -53,7 +53,10 @@ async function main([engineName, threadsArg, workloadId]) {
     const output = await run();
     if (prepared.notCompared) result = { notCompared: prepared.notCompared };
     else writeOutput(engineName, threads, w, output);
-    result = { ...result, ...await measure(run, decode ? config.decodeTiming : config.timing, beforeRun) };
+    // An option row (issue 22) is timed in alternation with its base row's forward.
+    const base = w.base && (await engine.prepare(findWorkload(w.base), inputs)).run;
+    result = { ...result, ...await (base ? measurePair(base, run, config.timing)
+      : measure(run, decode ? config.decodeTiming : config.timing, beforeRun)) };
   }
   if (prepared.memory) result.memory = prepared.memory;
   if (prepared.soak && w.soakSteps) result.soak = await prepared.soak(w.soakSteps);

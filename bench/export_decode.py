@@ -122,10 +122,24 @@ def reference(w, p, query_rows, source_rows):
     k = rotate(heads(source_rows @ wk.T + bk, hkv), key_positions, w)
     v = heads(source_rows @ wv.T + bv, hkv)
     group = h // hkv
-    scores = q @ k.repeat_interleave(group, dim=0).transpose(1, 2) / d ** 0.5
-    if w["causal"]:
-        scores = scores.masked_fill(key_positions[None, :] > query_positions[:, None], float("-inf"))
-    attended = scores.softmax(-1) @ v.repeat_interleave(group, dim=0)
+    k_all, v_all = k.repeat_interleave(group, dim=0), v.repeat_interleave(group, dim=0)
+    # Query blocks, each against the keys its window and the causal mask
+    # leave: a forward over 8192 tokens (V1f) never holds all its scores.
+    window = w.get("window")
+    blocks = []
+    for i0 in range(0, query_rows.shape[0], 512):
+        qp = query_positions[i0:i0 + 512]
+        j0 = max(0, int(qp[0]) - window + 1) if window else 0
+        j1 = int(qp[-1]) + 1 if w["causal"] else n_keys
+        kp = key_positions[j0:j1]
+        scores = q[:, i0:i0 + 512] @ k_all[:, j0:j1].transpose(1, 2) / d ** 0.5
+        if w.get("softcap"):
+            scores = w["softcap"] * torch.tanh(scores / w["softcap"])
+        hidden = kp[None, :] > qp[:, None] if w["causal"] else torch.zeros(len(qp), len(kp), dtype=torch.bool)
+        if window:
+            hidden |= kp[None, :] <= qp[:, None] - window
+        blocks.append(scores.masked_fill(hidden, float("-inf")).softmax(-1) @ v_all[:, j0:j1])
+    attended = torch.cat(blocks, dim=1)
     output = attended.transpose(0, 1).reshape(query_rows.shape[0], -1) @ wo.T + bo
     past = n_keys if w["cross"] else w["past"]
     return k[:, :past], v[:, :past], output
@@ -179,13 +193,26 @@ def onnx_model(w, p):
                 "GroupQueryAttention",
                 ["q", "k", "v"] + past + ["seqlens_k", "total_sequence_length", "cos_cache", "sin_cache"],
                 ["attended", "present_key", "present_value"], domain="com.microsoft",
-                num_heads=h, kv_num_heads=hkv, do_rotary=1, rotary_interleaved=0))
+                num_heads=h, kv_num_heads=hkv, do_rotary=1, rotary_interleaved=0, **window_and_softcap(w)))
     nodes += [helper.make_node("MatMul", ["attended", "out_weight"], ["out_raw"]),
               helper.make_node("Add", ["out_raw", "out_bias"], ["output"])]
     graph = helper.make_graph(nodes, w["id"], inputs, outputs, initializer=inits)
     model = helper.make_model(graph, opset_imports=ORT_OPSET, producer_name="bench/export_decode.py")
     model.ir_version = 8
     return model
+
+
+def window_and_softcap(w):
+    """GroupQueryAttention's attributes for issue 22's rows: local_window_size
+    W sees the query's key and the W - 1 before it in onnxruntime 1.30 (as
+    Hugging Face's sliding_window W; W - 1 matched the reference of a window
+    of W - 1 keys, to 6e-8); softcap as Gemma 2's attn_logit_softcapping."""
+    attributes = {}
+    if w.get("window"):
+        attributes["local_window_size"] = w["window"]
+    if w.get("softcap"):
+        attributes["softcap"] = float(w["softcap"])
+    return attributes
 
 
 def write_floats(name, tensor):
@@ -220,11 +247,14 @@ def main():
     os.makedirs(MODELS_DIR, exist_ok=True)
     os.makedirs(DATA_DIR, exist_ok=True)
     wanted = set(sys.argv[1:])
-    for w in config["decode"]:
+    # Issue 22's decoding rows ("models" with a past): the row they are "like", with their own fields.
+    rows = config["workloads"] + config["decode"]
+    like = lambda row: {**next(w for w in rows if w["id"] == row["like"]), **row}
+    models = [like(row) for row in config["models"] if "past" in like(row)]
+    for w in config["decode"] + models:
         if not wanted or w["id"] in wanted:
             export(w)
             print(f"exported {w['id']}", file=sys.stderr)
-
 
 if __name__ == "__main__":
     main()

@@ -15,12 +15,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
-  BENCH_DIR, BUILD_DIR, DATA_DIR, ROOT_DIR, config, dataPath, findWorkload, flops, modelPath, readFloats,
-  referencePath, writeInputs,
+  BENCH_DIR, BUILD_DIR, DATA_DIR, ROOT_DIR, config, dataPath, findWorkload, flops, isModelRow, modelPath, readFloats,
+  referencePath, sinksPath, writeInputs,
 } from './lib/workloads.mjs';
 import { isDecode, noCacheNotCompared, tolerance } from './lib/decode.mjs';
 import { renderReport } from './lib/report.mjs';
 import { BROWSERS } from '../tests/e2e/driver/browsers.mjs';
+import { windowOption } from '../web/src/config.js';
 
 const NATIVE_BUILD = path.join(BUILD_DIR, 'native');
 const MHA_BENCH = path.join(NATIVE_BUILD, 'bench/native/mha_bench');
@@ -64,6 +65,13 @@ const timingArgs = (timing) => [
   `min_reps=${timing.minReps}`, `max_reps=${timing.maxReps}`,
 ];
 
+// key=value arguments of issue 22's options for mha_bench and decode_bench.
+function optionArgs(w) {
+  const { left, right } = windowOption(w.window);
+  return [`window_left=${left}`, `window_right=${right}`, `softcap=${w.softcap ?? 0}`, `alibi=${+Boolean(w.alibi)}`,
+    ...(w.sinks ? [`sinks=${sinksPath(w)}`] : [])];
+}
+
 // key=value arguments of mha_bench and torch_bench.py.
 function nativeArgs(w, threads, runner) {
   return [
@@ -83,7 +91,7 @@ function decodeArgs(w, threads, runner, cache) {
     `E=${w.E}`, `H=${w.H}`, `kv_heads=${w.kvHeads}`, `past=${w.past}`, `L=${w.L}`,
     `cross=${+w.cross}`, `causal=${+w.causal}`, `bias=${+w.bias}`,
     `rotary_dim=${w.rotary?.dim ?? 0}`, `rotary_base=${w.rotary?.base ?? 0}`, `dtype=${w.dtype}`,
-    `cache=${+cache}`, `threads=${threads}`, ...timingArgs(config.decodeTiming),
+    `cache=${+cache}`, `threads=${threads}`, ...timingArgs(config.decodeTiming), ...optionArgs(w),
   ];
 }
 
@@ -111,25 +119,26 @@ const nativeDecode = (cache) => (w, threads) => (fs.existsSync(DECODE_BENCH)
   : { error: 'not built (see the cmake step above)' });
 
 // family: which engine the ratio divides by (the `ours` of the same family).
-// rows: which workloads an engine runs: W (forwards), D (decoding steps).
-// A D row's dtype variant (float16 cache) is ours only.
+// rows: which workloads an engine runs: W (forwards), D (decoding steps), M
+// (issue 22's rows, "models" in workloads.json). A row with a "model" of
+// another row's (D2h's float16 cache, the option rows) is ours only.
 const ENGINES = [
-  { name: 'mha-wasm', family: 'wasm', ours: true, rows: 'WD', threads: THREADS, run: jsChild('mha-wasm') },
+  { name: 'mha-wasm', family: 'wasm', ours: true, rows: 'WDM', threads: THREADS, run: jsChild('mha-wasm') },
   { name: 'mha-wasm no cache', family: 'wasm', rows: 'D', baseline: true, threads: THREADS,
     run: jsChild('mha-wasm no cache') },
-  { name: 'onnxruntime-web', family: 'wasm', rows: 'WD', threads: THREADS, run: jsChild('onnxruntime-web') },
+  { name: 'onnxruntime-web', family: 'wasm', rows: 'WDM', threads: THREADS, run: jsChild('onnxruntime-web') },
   // tfjs-backend-wasm turns its threads off in Node.
   { name: 'tfjs-wasm', family: 'wasm', rows: 'W', threads: [1], run: jsChild('tfjs-wasm') },
   ...PAGE_BROWSERS.flatMap((browser) => [inBrowser(browser, 'mha-wasm', true), inBrowser(browser, 'onnxruntime-web')]),
   {
-    name: 'mha', family: 'native', ours: true, rows: 'WD', threads: THREADS,
+    name: 'mha', family: 'native', ours: true, rows: 'WDM', threads: THREADS,
     run: (w, threads) => (isDecode(w) ? nativeDecode(true)(w, threads) : fs.existsSync(MHA_BENCH)
-      ? runChild(MHA_BENCH, nativeArgs(w, threads, 'mha'))
+      ? runChild(MHA_BENCH, [...nativeArgs(w, threads, 'mha'), ...optionArgs(w)])
       : { error: 'not built (see the cmake step above)' }),
   },
   { name: 'mha no cache', family: 'native', rows: 'D', baseline: true, threads: THREADS,
     run: nativeDecode(false) },
-  { name: 'onnxruntime-node', family: 'native', rows: 'WD', threads: THREADS, run: jsChild('onnxruntime-node') },
+  { name: 'onnxruntime-node', family: 'native', rows: 'WDM', threads: THREADS, run: jsChild('onnxruntime-node') },
   {
     name: 'pytorch', family: 'native', rows: 'W', threads: THREADS,
     run: (w, threads) => runChild(PYTHON, [path.join(BENCH_DIR, 'torch_bench.py'),
@@ -147,8 +156,8 @@ function torchEnv(threads) {
 }
 
 // Whether `engine` runs workload `w`.
-const runs = (engine, w) => engine.rows.includes(isDecode(w) ? 'D' : 'W')
-  && (!w.model || !isDecode(w) || engine.ours);
+const runs = (engine, w) => engine.rows.includes(isModelRow(w) ? 'M' : isDecode(w) ? 'D' : 'W')
+  && (!w.model || engine.ours);
 
 // Ahead of builds that may share the machine; needs root. The kernel shares
 // the CPU between sessions (autogroups) before it looks at nice values, so
@@ -248,32 +257,46 @@ function checkOutputs(w, results) {
   }
 }
 
+// Rows measured together, their processes interleaved: an option row with its
+// base row (workloads.json "models"), so that the ratio of the two forwards
+// does not carry what changed on the machine between them. Issue 22's forward
+// rows (ours only, a cost ratio or a per-token ratio each) take the best of
+// three processes; the others a second process when short.
+const groupOf = (w) => w.base ?? w.id;
+const processes = (w) => (isModelRow(w) && !isDecode(w) ? 3 : 2);
+
 function measureWorkloads(workloads, results, engines = ENGINES) {
-  for (const w of workloads) {
-    if (!isDecode(w)) writeInputs(w);  // export_decode.py wrote the D rows'
-    // Outputs of an earlier run must not pass for this one's.
-    for (const engine of engines) {
-      for (const threads of engine.threads) fs.rmSync(dataPath(w.id, `${engine.name}-${threads}.out.f32`), { force: true });
+  const groups = new Map();
+  for (const w of workloads) groups.set(groupOf(w), [...(groups.get(groupOf(w)) ?? []), w]);
+  for (const group of groups.values()) {
+    for (const w of group) {
+      if (!isDecode(w)) writeInputs(w);  // export_decode.py wrote the D rows'
+      // Outputs of an earlier run must not pass for this one's.
+      for (const engine of engines) {
+        for (const threads of engine.threads) fs.rmSync(dataPath(w.id, `${engine.name}-${threads}.out.f32`), { force: true });
+      }
     }
-    const { secondProcessBelowMs } = isDecode(w) ? config.decodeTiming : config.timing;
     for (const threads of THREADS) {
       // Short runs vary from process to process (thread placement, page
       // layout): every engine gets a second process after the others' first,
       // and keeps its faster median.
-      for (const pass of [1, 2]) {
-        for (const engine of engines) {
-          if (!engine.threads.includes(threads) || !runs(engine, w)) continue;
-          const slot = ((results[engine.name] ??= {})[threads] ??= {});
-          const previous = slot[w.id];
-          if (pass === 2 && !(previous?.medianMs < secondProcessBelowMs)) continue;
-          const result = engine.run(w, threads);
-          if (!isDecode(w)) result.gflops = result.error ? undefined : flops(w) / (result.medianMs * 1e6);
-          if (!previous || previous.error || result.medianMs < previous.medianMs) slot[w.id] = result;
-          log(`${w.id} ${engine.name} ${threads}t: ${result.error ?? `${result.medianMs.toFixed(3)} ms`}`);
+      for (const pass of [1, 2, 3]) {
+        for (const w of group.filter((x) => pass <= processes(x))) {
+          const { secondProcessBelowMs } = isDecode(w) ? config.decodeTiming : config.timing;
+          for (const engine of engines) {
+            if (!engine.threads.includes(threads) || !runs(engine, w)) continue;
+            const slot = ((results[engine.name] ??= {})[threads] ??= {});
+            const previous = slot[w.id];
+            if (pass > 1 && processes(w) === 2 && !(previous?.medianMs < secondProcessBelowMs)) continue;
+            const result = engine.run(w, threads);
+            if (!isDecode(w)) result.gflops = result.error ? undefined : flops(w) / (result.medianMs * 1e6);
+            if (!previous || previous.error || result.medianMs < previous.medianMs) slot[w.id] = result;
+            log(`${w.id} ${engine.name} ${threads}t: ${result.error ?? `${result.medianMs.toFixed(3)} ms`}`);
+          }
         }
       }
     }
-    checkOutputs(w, results);
+    group.forEach((w) => checkOutputs(w, results));
   }
 }
 
@@ -389,8 +412,8 @@ async function main() {
   const variants = (id) => config.decode.filter((w) => w.model === id).map((w) => w.id);
   const workloads = ids.length
     ? [...new Set(ids.flatMap((id) => [id, ...variants(id)]))].map(findWorkload)
-    : [...config.workloads, ...config.decode];
-  const forwards = workloads.some((w) => !isDecode(w));
+    : [...config.workloads, ...config.decode, ...config.models];
+  const forwards = workloads.some((w) => !isDecode(w) && !isModelRow(w));
   const started = performance.now();
   const loadBefore = os.loadavg()[0];
   const priority = raisePriority();
@@ -403,7 +426,7 @@ async function main() {
   measureWorkloads(workloads, results, ENGINES.filter((e) => (e.browser ? browsers.includes(e.family) : !pagesOnly)));
   const longest = pagesOnly || argv.includes('--no-longest') || !forwards ? null : longestSequence();
   const peaks = !forwards ? null : pagesOnly ? { wasm: {}, native: {} } : limits(results);
-  const bandwidths = workloads.some(isDecode) && !pagesOnly ? bandwidth() : null;
+  const bandwidths = workloads.some((w) => isDecode(w) && !isModelRow(w)) && !pagesOnly ? bandwidth() : null;
   const run = {
     machine: { ...machine(), priority }, workloads, results, longest, peaks, bandwidths, pagesOnly,
     load: [loadBefore, os.loadavg()[0]], minutes: (performance.now() - started) / 60000,

@@ -3,6 +3,7 @@
 // the Node engines (mha_wasm.mjs, onnxruntime.mjs) and the browser page
 // (bench/browser/page.js) make the same calls.
 import { cacheBytes, headDim, noCacheNotCompared } from '../lib/decode.mjs';
+import { moduleOptions } from './forward.mjs';
 
 // mha-wasm: the module options of a D row (createMhaModule's config).
 export function decodeConfig(w) {
@@ -10,6 +11,7 @@ export function decodeConfig(w) {
     bias: w.bias,
     ...(w.kvHeads !== w.H ? { numKVHeads: w.kvHeads } : {}),
     ...(w.rotary ? { rotary: { dim: w.rotary.dim, base: w.rotary.base, interleaved: false } } : {}),
+    ...moduleOptions(w),
   };
 }
 

@@ -12,8 +12,17 @@ export async function loadMhaThreads(loadMHA, threads) {
   return lib;
 }
 
+// mha-wasm: the options of issue 22's rows ("models" in workloads.json), as
+// createMultiheadAttention takes them.
+export const moduleOptions = (w) => ({
+  ...(w.window !== undefined ? { window: w.window } : {}),
+  ...(w.softcap !== undefined ? { softcap: w.softcap } : {}),
+  ...(w.alibi ? { alibi: true } : {}),
+  ...(w.sinks ? { sinks: true } : {}),
+});
+
 // mha-wasm: a module of workload w's shape (batch first) with the parameters
-// of `safetensors` (bytes); `config` adds options (the D rows').
+// of `safetensors` (bytes, or its shards); `config` adds options (the D rows').
 export async function createMhaModule(lib, w, safetensors, config = {}) {
   const mha = lib.createMultiheadAttention({ embedDim: w.E, numHeads: w.H, batchFirst: true, ...config });
   await mha.loadSafetensors(safetensors);

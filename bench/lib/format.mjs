@@ -4,6 +4,24 @@ export const MiB = 1 << 20;
 // Three significant digits or so: 123, 12.3, 1.23 (digits below 10).
 export const fixed = (value, digits) => value.toFixed(value >= 100 ? 0 : value >= 10 ? 1 : digits);
 
+// A step's median: µs below 1 ms.
+export const formatMs = (ms) => (ms < 1 ? `${fixed(ms * 1000, 2)} µs` : `${fixed(ms, 2)} ms`);
+
+// Issue 22's options of a row (workloads.json "models"), as ", window 1024, softcap 50".
+export const describeOptions = (w) => [
+  w.window !== undefined ? `window ${Array.isArray(w.window) ? `[${w.window.join(', ')}]` : w.window}` : '',
+  w.softcap ? `softcap ${w.softcap}` : '', w.alibi ? 'ALiBi' : '', w.sinks ? 'sinks' : '',
+].filter(Boolean).map((o) => `, ${o}`).join('');
+
+// A W row (a forward) in one line.
+export function describeWorkload(w) {
+  const masks = [w.cross ? 'cross-attention' : 'self-attention'];
+  if (w.causal) masks.push('causal');
+  if (w.kpmLengths) masks.push(`key_padding_mask (lengths ${w.kpmLengths.join(',')})`);
+  if (w.needWeights) masks.push('need_weights (averaged)');
+  return `${w.id}: B=${w.B} L=${w.L} S=${w.S} E=${w.E} H=${w.H}, ${masks.join(', ')}${describeOptions(w)}`;
+}
+
 // The reason of a failure, without onnxruntime's source paths and signatures.
 export function shortError(error) {
   const ort = /ERROR_MESSAGE: (?:.*\(\) )?(.*)$/.exec(error);

@@ -3,16 +3,9 @@
 // or not; then the decoding section (report_decode.mjs).
 import { isDecode } from './decode.mjs';
 import { renderDecode } from './report_decode.mjs';
-import { MiB, fixed, outputChecks, sectionTitle, shortError } from './format.mjs';
-import { config } from './workloads.mjs';
-
-function describeWorkload(w) {
-  const masks = [w.cross ? 'cross-attention' : 'self-attention'];
-  if (w.causal) masks.push('causal');
-  if (w.kpmLengths) masks.push(`key_padding_mask (lengths ${w.kpmLengths.join(',')})`);
-  if (w.needWeights) masks.push('need_weights (averaged)');
-  return `${w.id}: B=${w.B} L=${w.L} S=${w.S} E=${w.E} H=${w.H}, ${masks.join(', ')}`;
-}
+import { renderModels } from './report_models.mjs';
+import { MiB, describeWorkload, fixed, outputChecks, sectionTitle, shortError } from './format.mjs';
+import { config, isModelRow } from './workloads.mjs';
 
 export function renderReport(run) {
   const { machine, load, minutes } = run;
@@ -24,12 +17,14 @@ export function renderReport(run) {
       `commit ${machine.commit} · ${machine.priority ?? 'default priority'} · 1-min load average ` +
       `${load[0].toFixed(2)} before, ${load[1].toFixed(2)} after · ${minutes.toFixed(1)} min`);
   out();
-  const forwards = run.workloads.filter((w) => !isDecode(w));
-  const steps = run.workloads.filter(isDecode);
+  const forwards = run.workloads.filter((w) => !isDecode(w) && !isModelRow(w));
+  const steps = run.workloads.filter((w) => isDecode(w) && !isModelRow(w));
+  const models = run.workloads.filter(isModelRow);
   if (forwards.length) {
     renderForwards({ ...run, workloads: forwards, engines: run.engines.filter((e) => e.rows.includes('W')) }, out);
   }
   if (steps.length) renderDecode({ ...run, workloads: steps, engines: run.engines.filter((e) => e.rows.includes('D')) }, out);
+  if (models.length) renderModels({ ...run, workloads: models, engines: run.engines.filter((e) => e.rows.includes('M')) }, out);
   return `${lines.join('\n')}\n`;
 }
 

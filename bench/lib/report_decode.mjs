@@ -1,21 +1,19 @@
 // The decoding section of the report (D rows, issue 12): the step table,
 // bandwidth use, the float16 cache, memory, outputs and the issue's targets.
 import { cacheBytes, headDim, stepBytes, weightBytes } from './decode.mjs';
-import { MiB, fixed, outputChecks, sectionTitle, shortError } from './format.mjs';
+import { MiB, describeOptions, fixed, formatMs, outputChecks, sectionTitle, shortError } from './format.mjs';
 
 const MB = 1e6;
 const BANDWIDTH_ROWS = ['D1', 'D2', 'D2h'];
 
-const formatMs = (ms) => (ms < 1 ? `${fixed(ms * 1000, 2)} µs` : `${fixed(ms, 2)} ms`);
-
-function describe(w) {
+export function describeStep(w) {
   const kind = w.cross ? 'cross-attention' : `self-attention${w.causal ? ', causal' : ''}`;
   const heads = w.kvHeads !== w.H ? `, ${w.kvHeads} KV heads` : '';
   const rotary = w.rotary ? `, rotary (dim ${w.rotary.dim}, base ${w.rotary.base})` : '';
   const step = w.cross
     ? `1 query against ${w.past} encoder keys appended once`
     : `${w.L} token${w.L > 1 ? 's' : ''} against a cache of ${w.past} keys`;
-  return `${w.id}: E=${w.E} H=${w.H}${heads} (head dim ${headDim(w)})${rotary}, ${kind}: ${step}; ` +
+  return `${w.id}: E=${w.E} H=${w.H}${heads} (head dim ${headDim(w)})${rotary}${describeOptions(w)}, ${kind}: ${step}; ` +
     `${w.dtype} cache; a step reads ${fixed(weightBytes(w) / MB, 1)} MB of weights + ` +
     `${fixed((stepBytes(w) - weightBytes(w)) / MB, 1)} MB of cache`;
 }
@@ -50,7 +48,7 @@ export function renderDecode({ machine, engines, workloads, results, bandwidths,
       '"no cache": one forward of the step\'s queries against every source row, projected again (the ' +
       'API before the cache). Medians under 200 ms are the better of two processes.');
   out();
-  for (const w of workloads) out(`- ${describe(w)}`);
+  for (const w of workloads) out(`- ${describeStep(w)}`);
   out();
   const header = ['engine', 'threads', ...workloads.map((w) => w.id)];
   out(`| ${header.join(' | ')} |`);

@@ -32,3 +32,22 @@ export async function measure(run, timing, before = undefined) {
   for (let i = 0; i < reps; i++) times.push(await timeOnce(run, before));
   return { medianMs: median(times), reps };
 }
+
+// Two runs timed in alternation (issue 22's option rows: `b` a forward with
+// the option, `a` the same without it): each pair shares whatever else the
+// machine did meanwhile, so the median of the pairs' ratios b / a holds
+// where two medians taken in turn would carry the machine's changes. At
+// least five pairs, each warmed up by the rule above.
+export async function measurePair(a, b, timing) {
+  const base = await measure(a, { ...timing, maxReps: 1 });
+  const one = await measure(b, { ...timing, maxReps: 1 });
+  const pairs = Math.min(timing.maxReps, Math.max(5, timing.minReps,
+    Math.ceil(timing.budgetMs / (base.medianMs + one.medianMs))));
+  const times = { a: [], b: [], ratios: [] };
+  for (let i = 0; i < pairs; i++) {
+    times.a.push(await timeOnce(a));
+    times.b.push(await timeOnce(b));
+    times.ratios.push(times.b.at(-1) / times.a.at(-1));
+  }
+  return { medianMs: median(times.b), reps: pairs, baseMedianMs: median(times.a), pairRatio: median(times.ratios) };
+}

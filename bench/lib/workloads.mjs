@@ -10,11 +10,19 @@ export const BENCH_DIR = path.dirname(path.dirname(fileURLToPath(import.meta.url
 export const ROOT_DIR = path.dirname(BENCH_DIR);
 export const MODELS_DIR = path.join(BENCH_DIR, 'models');
 export const config = JSON.parse(fs.readFileSync(path.join(BENCH_DIR, 'workloads.json'), 'utf8'));
+// Issue 22's rows ("models"): the W or D row each is "like", with its own
+// fields (the options window, softcap, alibi, sinks; "model": whose
+// parameters it loads, which makes it ours only; "base": the row without the
+// option, for the option-cost ratios).
+config.models = config.models.map(({ like, ...row }) => ({
+  ...[...config.workloads, ...config.decode].find((w) => w.id === like), ...row, modelRow: true,
+}));
+export const isModelRow = (w) => w.modelRow === true;
 
 // Every workload by id (the decoding ones too), plus the GEMM probe and the
 // longest-sequence search (the W6 model at L = S = n, id "L<n>").
 export function findWorkload(id) {
-  const all = [...config.workloads, ...config.decode, config.gemm];
+  const all = [...config.workloads, ...config.decode, ...config.models, config.gemm];
   const found = all.find((w) => w.id === id);
   if (found) return found;
   const match = /^L(\d+)$/.exec(id);
@@ -81,6 +89,23 @@ export function dataPath(id, name) {
   return path.join(DATA_DIR, `${id}.${name}`);
 }
 
+// A .safetensors file of F32 tensors ({ name: { data: Float32Array, shape } }).
+export function safetensorsBytes(tensors) {
+  let offset = 0;
+  const header = {};
+  for (const [name, { data, shape }] of Object.entries(tensors)) {
+    header[name] = { dtype: 'F32', shape, data_offsets: [offset, offset += data.byteLength] };
+  }
+  const json = Buffer.from(JSON.stringify(header));
+  const length = Buffer.alloc(8);
+  length.writeBigUInt64LE(BigInt(json.length));
+  return Buffer.concat([length, json, ...Object.values(tensors).map(({ data }) => Buffer.from(data.buffer))]);
+}
+
+// A row with sinks: the logits (one per head, in [-2, 2]) as a second shard
+// beside its model's parameters, <id>.sinks.safetensors.
+export const sinksPath = (w) => (w.sinks ? dataPath(w.id, 'sinks.safetensors') : null);
+
 export function writeInputs(w) {
   fs.mkdirSync(DATA_DIR, { recursive: true });
   const inputs = makeInputs(w);
@@ -91,6 +116,9 @@ export function writeInputs(w) {
     write('value.f32', inputs.value);
   }
   if (inputs.keyPaddingMask) write('kpm.u8', inputs.keyPaddingMask);
+  if (w.sinks) {
+    fs.writeFileSync(sinksPath(w), safetensorsBytes({ sinks: { data: randomFloats(w.H, 4).map((x) => 2 * x), shape: [w.H] } }));
+  }
 }
 
 export function readFloats(file) {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "src/io/safetensors.h"
 #include "src/kernels/kernels.h"
 
 namespace mha_bench {
@@ -37,6 +38,29 @@ const std::string& Get(const Args& args, const std::string& key) {
 }
 
 int64_t GetInt(const Args& args, const std::string& key) { return std::stoll(Get(args, key)); }
+
+void ApplyModelOptions(const Args& args, mha::MultiheadAttentionConfig* config) {
+  const auto has = [&](const char* key) { return args.count(key) != 0; };
+  if (has("window_left")) config->window.left = GetInt(args, "window_left");
+  if (has("window_right")) config->window.right = GetInt(args, "window_right");
+  if (has("softcap")) config->softcap = std::stof(Get(args, "softcap"));
+  config->alibi.enabled = has("alibi") && GetInt(args, "alibi") != 0;
+  config->sinks = has("sinks");
+}
+
+std::unique_ptr<mha::MultiheadAttention> CreateAndLoad(const Args& args,
+                                                       const mha::MultiheadAttentionConfig& config) {
+  std::unique_ptr<mha::MultiheadAttention> module;
+  Check(mha::MultiheadAttention::Create(config, &module));
+  std::vector<std::vector<uint8_t>> files{ReadFile(Get(args, "params"))};
+  if (config.sinks) files.push_back(ReadFile(Get(args, "sinks")));
+  std::vector<mha::SafetensorsShard> shards;
+  for (const auto& bytes : files) shards.push_back({bytes.data(), bytes.size(), bytes.size()});
+  mha::SafetensorsFile parsed;
+  Check(mha::ParseSafetensorsShards(shards, &parsed));
+  Check(module->LoadSafetensors(parsed));
+  return module;
+}
 
 std::vector<uint8_t> ReadFile(const std::string& path) {
   std::ifstream file(path, std::ios::binary);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,15 @@ using Args = std::map<std::string, std::string>;
 Args ParseArgs(int argc, char** argv);
 const std::string& Get(const Args& args, const std::string& key);
 int64_t GetInt(const Args& args, const std::string& key);
+
+// The options of issue 22's rows (bench/workloads.json "models"), each
+// optional: window_left= window_right= (-1: no bound) softcap= alibi=0|1
+// sinks=<.safetensors with the sinks>.
+void ApplyModelOptions(const Args& args, mha::MultiheadAttentionConfig* config);
+
+// Creates the module of `config` and loads params= (and sinks=, a second shard).
+std::unique_ptr<mha::MultiheadAttention> CreateAndLoad(const Args& args,
+                                                       const mha::MultiheadAttentionConfig& config);
 
 std::vector<uint8_t> ReadFile(const std::string& path);
 // Exactly `count` floats, else Fail.

@@ -9,6 +9,7 @@
 //   params=<.safetensors> data=<input prefix, e.g. build/bench/data/D1> out=<output .f32>
 //   E= H= kv_heads= past= L= cross=0|1 causal=0|1 bias=0|1 rotary_dim= (0: none)
 //   rotary_base= dtype=float32|float16 cache=0|1 threads=
+//   and issue 22's options (bench_util.h's ApplyModelOptions)
 //   warmup_reps= warmup_ms= budget_ms= min_reps= max_reps=
 #include <cstdio>
 #include <functional>
@@ -35,6 +36,7 @@ mha::MultiheadAttentionConfig ModuleConfig(const Args& args) {
     config.rotary.dim = GetInt(args, "rotary_dim");
     config.rotary.base = std::stod(Get(args, "rotary_base"));
   }
+  ApplyModelOptions(args, &config);
   return config;
 }
 
@@ -47,10 +49,7 @@ int main(int argc, char** argv) {
   const bool causal = GetInt(args, "causal") != 0;
   const std::string data = Get(args, "data");
 
-  std::unique_ptr<mha::MultiheadAttention> module;
-  Check(mha::MultiheadAttention::Create(ModuleConfig(args), &module));
-  const std::vector<uint8_t> params = ReadFile(Get(args, "params"));
-  Check(module->LoadSafetensors(params.data(), params.size()));
+  const std::unique_ptr<mha::MultiheadAttention> module = CreateAndLoad(args, ModuleConfig(args));
 
   // Self-attention: rows are the past + L tokens; cross: the step's query
   // rows, and the encoder states the cache is filled from.

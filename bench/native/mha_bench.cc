@@ -4,6 +4,7 @@
 // Arguments are key=value (bench/run.mjs passes them):
 //   params=<.safetensors> data=<input prefix, e.g. build/bench/data/W1> out=<output .f32>
 //   B= L= S= E= H= cross=0|1 causal=0|1 need_weights=0|1 kpm=0|1 threads=
+//   and issue 22's options (bench_util.h's ApplyModelOptions)
 //   warmup_reps= warmup_ms= budget_ms= min_reps= max_reps=
 #include <cstdio>
 #include <memory>
@@ -26,10 +27,8 @@ int main(int argc, char** argv) {
   config.embed_dim = E;
   config.num_heads = H;
   config.batch_first = true;
-  std::unique_ptr<mha::MultiheadAttention> module;
-  Check(mha::MultiheadAttention::Create(config, &module));
-  const std::vector<uint8_t> params = ReadFile(Get(args, "params"));
-  Check(module->LoadSafetensors(params.data(), params.size()));
+  ApplyModelOptions(args, &config);
+  const std::unique_ptr<mha::MultiheadAttention> module = CreateAndLoad(args, config);
 
   const std::vector<float> query = ReadFloats(data + ".query.f32", B * L * E);
   const std::vector<float> key = cross ? ReadFloats(data + ".key.f32", B * S * E) : query;
