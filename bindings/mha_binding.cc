@@ -162,7 +162,8 @@ val ModuleNamesToJS(const AttentionModule& m) {
   return names;
 }
 
-// [{prefix, layout, names, embedDim, kdim, vdim, qSize, kSize, vSize, bias, biasKV}]
+// [{prefix, layout, names, embedDim, kdim, vdim, qSize, kSize, vSize, bias, biasKV, sinks,
+//   qkNorm}]
 int ListAttentionModulesBinding(const val& shards, CallResult& result) {
   SafetensorsFile file;
   const Status status = ParseShards(shards, &file);
@@ -184,6 +185,13 @@ int ListAttentionModulesBinding(const val& shards, CallResult& result) {
     entry.set("bias", info.bias);
     entry.set("biasKV", info.bias_kv);
     entry.set("sinks", info.sinks);
+    val norm = val::null();
+    if (!info.qk_norm.empty()) {
+      norm = val::object();
+      norm.set("over", info.qk_norm);
+      norm.set("bias", info.qk_norm_bias);
+    }
+    entry.set("qkNorm", norm);
     result.value.call<void>("push", entry);
   }
   return result.Record(status);
@@ -249,6 +257,16 @@ class MultiheadAttentionBinding {
       if (!alibi["slopes"].isUndefined()) {
         c.alibi.slopes = emscripten::convertJSArrayToNumberVector<float>(alibi["slopes"]);
       }
+    }
+    const val norm = config["qk_norm"];
+    if (!norm.isUndefined()) {
+      c.qk_norm.enabled = true;
+      c.qk_norm.type = norm["type"].as<std::string>() == "layer" ? QkNormType::kLayer
+                                                                 : QkNormType::kRms;
+      c.qk_norm.over = norm["over"].as<std::string>() == "all" ? QkNormOver::kAll
+                                                               : QkNormOver::kHead;
+      c.qk_norm.eps = norm["eps"].as<float>();
+      c.qk_norm.weight_offset = norm["weight_offset"].as<float>();
     }
     const val rotary = config["rotary"];
     if (!rotary.isUndefined()) {

@@ -88,6 +88,25 @@ struct AlibiConfig {
   std::vector<float> slopes;  // num_heads; empty: the ALiBi paper's for num_heads
 };
 
+// q/k norms (DESIGN.md, step 2): after the projections and their biases,
+// before rotary, q and k are normalized in float32, each head's qk_head_dim
+// features (kHead) or a row's whole projection (kAll), by RMSNorm
+// x / sqrt(mean(x^2) + eps) * (w + weight_offset) or LayerNorm
+// (x - mean) / sqrt(var + eps) * (w + weight_offset) (+ b). Parameters q_norm.weight and
+// k_norm.weight: kHead (qk_head_dim), shared by the heads, or per head
+// (num_heads, qk_head_dim) / (num_kv_heads, qk_head_dim); kAll
+// (num_heads * qk_head_dim) / (num_kv_heads * qk_head_dim); kLayer also takes
+// q_norm.bias / k_norm.bias of the same shapes (zero when absent).
+enum class QkNormType { kRms, kLayer };
+enum class QkNormOver { kHead, kAll };
+struct QkNormConfig {
+  bool enabled = false;
+  QkNormType type = QkNormType::kRms;
+  QkNormOver over = QkNormOver::kHead;
+  float eps = 1e-6f;           // > 0
+  float weight_offset = 0.0f;  // added to the weights (Gemma 3 stores w - 1: 1); finite
+};
+
 // The ALiBi paper's slopes for num_heads heads (BLOOM's build_alibi_tensor).
 std::vector<float> AlibiSlopes(int64_t num_heads);
 
@@ -117,6 +136,7 @@ struct MultiheadAttentionConfig {
   bool sinks = false;
   // Not with add_bias_kv or add_zero_attn (their keys have no position).
   AlibiConfig alibi;
+  QkNormConfig qk_norm;  // off unless qk_norm.enabled
 };
 
 struct ForwardOptions {
@@ -224,6 +244,7 @@ class MultiheadAttention {
   struct Impl;
   struct Recipes;
   Status Plan(const ShapeMap& tensors, const WeightOptions& options, Recipes* out) const;
+  void LoadNormParameter(const std::string& name, const float* data, int64_t size);
   Status LoadPlanned(const Recipes& recipes, const ShapeMap& shapes,
                      const std::map<std::string, const float*>& sources);
   MultiheadAttentionConfig config_;

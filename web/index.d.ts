@@ -97,6 +97,26 @@ export interface MultiheadAttentionConfig {
    * with addBiasKV / addZeroAttn.
    */
   alibi?: true | { slopes?: Float32Array; symmetric?: boolean };
+  /**
+   * q/k norms in float32 after projection and bias, before rotary (Qwen3, Gemma 3, OLMo 2, Cohere,
+   * Chameleon): the parameters `q_norm.weight`, `k_norm.weight` (and, for 'layer', optional
+   * `.bias`) load with the rest.
+   */
+  qkNorm?: QkNormConfig;
+}
+
+export interface QkNormConfig {
+  /** 'rms': x / sqrt(mean(x^2) + eps) * (w + weightOffset); 'layer': (x - mean) / sqrt(var + eps) * w (+ b). Default 'rms'. */
+  type?: 'rms' | 'layer';
+  /**
+   * 'head' (default): each head's qkHeadDim features, weight (qkHeadDim) shared or (heads, qkHeadDim);
+   * 'all': a row's whole projection, weight (numHeads * qkHeadDim) for q, (numKVHeads * qkHeadDim) for k (OLMo 2).
+   */
+  over?: 'head' | 'all';
+  /** Default 1e-6 (config.json's rms_norm_eps or layer_norm_eps). */
+  eps?: number;
+  /** Added to the stored weight; default 0 (Gemma 3 stores w - 1: 1). */
+  weightOffset?: number;
 }
 
 export type Window = number | [number, number];
@@ -173,10 +193,12 @@ export type StateDict = Record<string, Float32Array | Tensor>;
 /**
  * How a checkpoint names one attention module's projections (README, "From PyTorch and Hugging
  * Face"): 'torch' (nn.MultiheadAttention), 'qkv-linear' (one nn.Linear per projection: q/k/v +
- * out_proj, W_q/W_k/W_v + W_o or W, query/key/value + fc_out, BERT, ViT, Llama, Whisper), 'gpt2'
- * (fused Conv1D c_attn + c_proj). 'auto' detects it from the names under the prefix.
+ * out_proj, W_q/W_k/W_v + W_o or W, query/key/value + fc_out, BERT, ViT, Llama, Whisper, T5's
+ * q/k/v + o, or Phi-3's fused qkv_proj + o_proj), 'gpt2' (fused Conv1D c_attn + c_proj), 'neox'
+ * (query_key_value fused and grouped per key/value head + dense: GPT-NeoX, Pythia, BLOOM, Falcon).
+ * 'auto' detects it from the names under the prefix.
  */
-export type WeightLayout = 'auto' | 'torch' | 'qkv-linear' | 'gpt2';
+export type WeightLayout = 'auto' | 'torch' | 'qkv-linear' | 'gpt2' | 'neox';
 
 /** Roles of a module's projections; qkv is a fused one. */
 export type ProjectionRole = 'q' | 'k' | 'v' | 'out' | 'qkv';
@@ -219,6 +241,12 @@ export interface AttentionModuleInfo {
   biasKV: boolean;
   /** The checkpoint holds `sinks` under the prefix (create the module with sinks: true). */
   sinks: boolean;
+  /**
+   * The checkpoint's q/k norms (create the module with qkNorm): q_norm.weight of one head's
+   * features ('head'), one row per head ('head-per-head'; qkNorm over 'head' too) or the whole
+   * projection ('all'); bias: it holds q_norm.bias (type 'layer'). null: none.
+   */
+  qkNorm: { over: 'head' | 'head-per-head' | 'all'; bias: boolean } | null;
 }
 
 /** One .safetensors file's bytes, or the shards of one checkpoint. */

@@ -82,6 +82,16 @@ Status MultiheadAttention::Create(const MultiheadAttentionConfig& config,
                                      std::to_string(slopes.size()));
     }
   }
+  if (c.qk_norm.enabled) {
+    if (!(std::isfinite(c.qk_norm.eps) && c.qk_norm.eps > 0.0f)) {
+      return Status::InvalidArgument("qk_norm.eps: expected a positive finite number, got " +
+                                     std::to_string(c.qk_norm.eps));
+    }
+    if (!std::isfinite(c.qk_norm.weight_offset)) {
+      return Status::InvalidArgument("qk_norm.weight_offset: expected a finite number, got " +
+                                     std::to_string(c.qk_norm.weight_offset));
+    }
+  }
   if (c.rotary.enabled) {
     RotaryConfig& r = resolved.rotary;
     if (r.dim == 0) r.dim = resolved.qk_head_dim;
@@ -141,6 +151,14 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionConfig& config)
     m.bias_v.assign(m.kv, 0.0f);
   }
   if (c.sinks) m.sinks.assign(c.num_heads, 0.0f);
+  if (c.qk_norm.enabled) {
+    m.q_norm.assign(m.qk, 0.0f);
+    m.k_norm.assign(m.kk, 0.0f);
+    if (c.qk_norm.type == QkNormType::kLayer) {
+      m.q_norm_bias.assign(m.qk, 0.0f);
+      m.k_norm_bias.assign(m.kk, 0.0f);
+    }
+  }
   m.out_weight.assign(c.embed_dim * m.vv, 0.0f);
   const float* b = c.bias ? m.in_bias.data() : nullptr;
   m.q_proj.Reset(m.in_weight.data(), b, m.qk, c.embed_dim);
@@ -154,6 +172,22 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionConfig& config)
 }
 
 MultiheadAttention::~MultiheadAttention() = default;
+
+void MultiheadAttention::LoadNormParameter(const std::string& name, const float* data,
+                                           int64_t size) {
+  Impl& m = *impl_;
+  const bool q = name[0] == 'q', bias = name.compare(7, 4, "bias") == 0;
+  std::vector<float>& dst =
+      q ? (bias ? m.q_norm_bias : m.q_norm) : (bias ? m.k_norm_bias : m.k_norm);
+  // A weight shared by the heads repeats for each (the kernel reads one per feature).
+  for (size_t at = 0; at < dst.size(); at += static_cast<size_t>(size)) {
+    std::copy(data, data + size, dst.begin() + at);
+  }
+  // Gemma 3 stores w - 1: the weight is w + weight_offset, added once here in float32.
+  if (!bias) {
+    for (float& w : dst) w += config_.qk_norm.weight_offset;
+  }
+}
 
 Status MultiheadAttention::CreateKVCache(int64_t batch_size, int64_t max_length,
                                          KVCacheDtype dtype, bool rolling,
@@ -192,6 +226,11 @@ std::vector<ParameterSpec> MultiheadAttention::Parameters() const {
   specs.push_back({"out_proj.weight", {c.embed_dim, m.vv}});
   if (c.bias) specs.push_back({"out_proj.bias", {c.embed_dim}});
   if (c.sinks) specs.push_back({"sinks", {c.num_heads}});
+  if (c.qk_norm.enabled) {
+    const bool all = c.qk_norm.over == QkNormOver::kAll;
+    specs.push_back({"q_norm.weight", {all ? m.qk : c.qk_head_dim}});
+    specs.push_back({"k_norm.weight", {all ? m.kk : c.qk_head_dim}});
+  }
   return specs;
 }
 
@@ -207,6 +246,21 @@ std::vector<ParameterSpec> MultiheadAttention::AcceptedParameters() const {
       specs.push_back({"v_proj_weight", {m.kv, config_.embed_dim}});
     } else {
       specs.push_back({"in_proj_weight", {m.qk + m.kk + m.kv, config_.embed_dim}});
+    }
+  }
+  // q/k norms over each head: a weight per head too; LayerNorm's optional bias.
+  const QkNormConfig& n = config_.qk_norm;
+  if (n.enabled && n.over == QkNormOver::kHead) {
+    specs.push_back({"q_norm.weight", {config_.num_heads, config_.qk_head_dim}});
+    specs.push_back({"k_norm.weight", {config_.num_kv_heads, config_.qk_head_dim}});
+  }
+  if (n.enabled && n.type == QkNormType::kLayer) {
+    const size_t weights = specs.size();
+    for (size_t i = 0; i < weights; ++i) {
+      const std::string& name = specs[i].name;
+      if (name == "q_norm.weight" || name == "k_norm.weight") {
+        specs.push_back({name.substr(0, 7) + "bias", specs[i].shape});
+      }
     }
   }
   return specs;
@@ -231,16 +285,20 @@ std::vector<std::string> MultiheadAttention::MissingParameters(
 
 Status MultiheadAttention::CheckParameter(const std::string& name, const float* data,
                                           const Shape& shape) const {
-  std::vector<std::string> names;
+  std::vector<std::string> names, shapes;  // shapes: those accepted for `name`
   for (const ParameterSpec& spec : AcceptedParameters()) {
     names.push_back(spec.name);
     if (spec.name != name) continue;
-    if (shape != spec.shape) {
-      return Status::InvalidArgument(name + ": expected shape " + ShapeString(spec.shape) +
-                                     ", got " + ShapeString(shape));
-    }
+    shapes.push_back(ShapeString(spec.shape));
+    if (shape != spec.shape) continue;
     if (data == nullptr) return Status::InvalidArgument(name + ": data is null");
     return Status::Ok();
+  }
+  if (!shapes.empty()) {
+    std::string expected = shapes[0];
+    for (size_t i = 1; i < shapes.size(); ++i) expected += " or " + shapes[i];
+    return Status::InvalidArgument(name + ": expected shape " + expected + ", got " +
+                                   ShapeString(shape));
   }
   return Status::InvalidArgument("state_dict: unexpected parameter '" + name +
                                  "' for this configuration; expected one of: " + JoinNames(names));
@@ -262,7 +320,11 @@ Status MultiheadAttention::LoadParameter(const std::string& name, const float* d
   if (name == "out_proj.weight") dst = m.out_weight.data();
   if (name == "out_proj.bias") dst = m.out_bias.data();
   if (name == "sinks") dst = m.sinks.data();
-  std::memcpy(dst, data, static_cast<size_t>(NumElements(shape)) * sizeof(float));
+  if (name.rfind("q_norm.", 0) == 0 || name.rfind("k_norm.", 0) == 0) {
+    LoadNormParameter(name, data, NumElements(shape));
+  } else {
+    std::memcpy(dst, data, static_cast<size_t>(NumElements(shape)) * sizeof(float));
+  }
   m.loaded.insert(name);
   for (PackedLinear* p : {&m.q_proj, &m.k_proj, &m.v_proj, &m.qkv_proj, &m.out_proj}) {
     p->Invalidate();

@@ -46,6 +46,9 @@ struct MultiheadAttention::Impl {
   std::vector<float> in_bias;  // [q; k; v] biases, or empty
   std::vector<float> bias_k, bias_v;
   std::vector<float> sinks;  // num_heads, or empty
+  // q/k norms' weights (weight_offset added) and LayerNorm's biases, one per
+  // feature of a projected row (qk and kk floats), or empty.
+  std::vector<float> q_norm, k_norm, q_norm_bias, k_norm_bias;
   std::vector<float> out_weight, out_bias;
   std::set<std::string> loaded;
   bool complete = false;  // every parameter loaded (`loaded` only grows): Forward checks once
@@ -74,6 +77,8 @@ struct MultiheadAttention::Impl {
   // Q, K and V (the live keys' rows only when trimmed).
   Projections Project(const ForwardPlan& plan, const TensorView& query, const TensorView& key,
                       const TensorView& value, ThreadPool* pool);
+  // Normalizes the projected queries and new keys (q/k norms).
+  void Normalize(const MultiheadAttentionConfig& c, const ForwardPlan& plan, const Projections& p);
   // Turns the projected queries and new keys by their positions (P + i, or
   // `positions` when not null: ForwardOptions::positions).
   void Rotate(const MultiheadAttentionConfig& c, const ForwardPlan& plan, const Projections& p,

@@ -16,6 +16,7 @@ void MultiheadAttention::Impl::Run(const MultiheadAttentionConfig& c, const Forw
                                    ForwardResult* result, ThreadPool* pool) {
   const float* key_padding = TrimKeyPadding(plan, o);
   const Projections p = Project(plan, query, key, value, pool);
+  if (c.qk_norm.enabled) Normalize(c, plan, p);
   if (c.rotary.enabled) Rotate(c, plan, p, o.positions);
   const HeadSources sources = Sources(c, plan, p, key_padding, o, result);
   FillHeads(plan.attention, sources, &heads);
@@ -86,6 +87,23 @@ Projections MultiheadAttention::Impl::Project(const ForwardPlan& plan, const Ten
     v_proj.Apply(value.data, vdim, key_rows(0, KV), p.v, KV, pool);
   }
   return p;
+}
+
+void MultiheadAttention::Impl::Normalize(const MultiheadAttentionConfig& c,
+                                         const ForwardPlan& plan, const Projections& p) {
+  const AttentionPlan& a = plan.attention;
+  const bool all = c.qk_norm.over == QkNormOver::kAll;
+  const bool layer = c.qk_norm.type == QkNormType::kLayer;
+  const float* qb = layer ? q_norm_bias.data() : nullptr;
+  const float* kb = layer ? k_norm_bias.data() : nullptr;
+  for (size_t r = 0; r < a.L * a.N; ++r) {
+    kernels::NormalizeGroups(p.q + r * p.q_ld, all ? 1 : a.H, all ? qk : a.qk_dim, layer,
+                             c.qk_norm.eps, q_norm.data(), qb);
+  }
+  for (size_t r = 0; r < a.S * a.N; ++r) {
+    kernels::NormalizeGroups(p.k + r * p.k_ld, all ? 1 : a.Hkv, all ? kk : a.qk_dim, layer,
+                             c.qk_norm.eps, k_norm.data(), kb);
+  }
 }
 
 void MultiheadAttention::Impl::Rotate(const MultiheadAttentionConfig& c, const ForwardPlan& plan,

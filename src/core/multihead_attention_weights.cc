@@ -37,8 +37,16 @@ ProjectionShapes ExpectedShapes(const std::vector<ParameterSpec>& accepted,
     if (spec.name == "bias_k") e.bias_k = spec.shape;
     if (spec.name == "bias_v") e.bias_v = spec.shape;
     if (spec.name == "sinks") e.sinks = spec.shape;
+    if (spec.name == "q_norm.weight") e.q_norm.push_back(spec.shape);
+    if (spec.name == "k_norm.weight") e.k_norm.push_back(spec.shape);
   }
+  const QkNormConfig& n = c.qk_norm;
+  e.norm_bias = n.enabled && n.type == QkNormType::kLayer;
+  e.qk_norm = std::string("qk_norm ") + (e.norm_bias ? "layer" : "rms") + " over '" +
+              (n.over == QkNormOver::kAll ? "all" : "head") + "'";
   e.bias = c.bias;
+  e.num_heads = c.num_heads;
+  e.num_kv_heads = c.num_kv_heads;
   e.config = ConfigString(c);
   return e;
 }

@@ -21,7 +21,13 @@ constexpr Family kFamilies[] = {{"q", "k", "v"},
                                 {"self.query", "self.key", "self.value"},
                                 {"attention.query", "attention.key", "attention.value"},
                                 {"q_proj", "k_proj", "v_proj"}};
-constexpr const char* kOutNames[] = {"out_proj", "W_o", "W", "fc_out", "o_proj", "output.dense"};
+constexpr const char* kOutNames[] = {"out_proj", "W_o", "W",           "fc_out",
+                                     "o_proj",   "o",   "output.dense"};
+// Fused projections: Phi-3's qkv_proj (qkv-linear, with an output of
+// kOutNames); GPT-NeoX's, BLOOM's and Falcon's query_key_value + dense (neox).
+constexpr const char* kFusedLinear = "qkv_proj";
+constexpr const char* kNeoxQkv = "query_key_value";
+constexpr const char* kNeoxOut = "dense";
 constexpr const char* kRoles[] = {"q", "k", "v", "out", "qkv"};
 constexpr size_t kNamesShown = 24;
 constexpr size_t kNearestShown = 5;
@@ -60,10 +66,17 @@ std::vector<AttentionModule> CandidatesAt(const ShapeMap& tensors, const std::st
   if (HasWeight(tensors, prefix + "c_attn") && HasWeight(tensors, prefix + "c_proj")) {
     found.push_back({prefix, WeightLayout::kGpt2, "", "", "", prefix + "c_attn", prefix + "c_proj"});
   }
-  for (const Family* f : CompleteFamilies(tensors, prefix)) {
-    for (const std::string& out : OutputsPresent(tensors, prefix)) {
+  if (HasWeight(tensors, prefix + kNeoxQkv) && HasWeight(tensors, prefix + kNeoxOut)) {
+    found.push_back(
+        {prefix, WeightLayout::kNeox, "", "", "", prefix + kNeoxQkv, prefix + kNeoxOut});
+  }
+  for (const std::string& out : OutputsPresent(tensors, prefix)) {
+    for (const Family* f : CompleteFamilies(tensors, prefix)) {
       found.push_back(
           {prefix, WeightLayout::kQkvLinear, prefix + f->q, prefix + f->k, prefix + f->v, "", out});
+    }
+    if (HasWeight(tensors, prefix + kFusedLinear)) {
+      found.push_back({prefix, WeightLayout::kQkvLinear, "", "", "", prefix + kFusedLinear, out});
     }
   }
   return found;
@@ -123,7 +136,19 @@ bool DescribeTorch(const ShapeMap& tensors, const std::string& p, AttentionModul
   return !has_out || (out_rows == info->embed_dim && out_cols == info->v_size);
 }
 
-bool Describe(const ShapeMap& tensors, const AttentionModule& m, AttentionModuleInfo* info) {
+// The q/k norms' form from q_norm.weight's shape (q_size known).
+void DescribeNorms(const ShapeMap& tensors, AttentionModuleInfo* info) {
+  const std::string& p = info->module.prefix;
+  auto it = tensors.find(p + "q_norm.weight");
+  if (it == tensors.end() || it->second.empty() || it->second[0] <= 0) return;
+  const Shape& w = it->second;
+  if (w.size() == 2 && w[0] * w[1] == info->q_size) info->qk_norm = "head-per-head";
+  if (w.size() == 1 && w[0] == info->q_size) info->qk_norm = "all";
+  if (w.size() == 1 && w[0] < info->q_size && info->q_size % w[0] == 0) info->qk_norm = "head";
+  info->qk_norm_bias = !info->qk_norm.empty() && tensors.count(p + "q_norm.bias") != 0;
+}
+
+bool DescribeShapes(const ShapeMap& tensors, const AttentionModule& m, AttentionModuleInfo* info) {
   info->module = m;
   info->sinks = tensors.count(m.prefix + "sinks") != 0;
   if (m.layout == WeightLayout::kTorch) return DescribeTorch(tensors, m.prefix, info);
@@ -132,6 +157,17 @@ bool Describe(const ShapeMap& tensors, const AttentionModule& m, AttentionModule
   info->bias = false;
   for (const std::string* role : {&m.q, &m.k, &m.v, &m.qkv, &m.out}) {
     if (!role->empty() && tensors.count(*role + ".bias")) info->bias = true;
+  }
+  if (!m.qkv.empty() && m.layout != WeightLayout::kGpt2) {  // a fused Linear (q + k + v, E)
+    // The heads are in no shape: the query's output features are taken to be
+    // the output projection's input (value head dim == query/key head dim),
+    // as in every model these layouts come from.
+    int64_t fused, embed;
+    if (!Matrix(tensors, m.qkv, &fused, &embed) || out_rows != embed) return false;
+    info->embed_dim = info->kdim = info->vdim = embed;
+    info->q_size = out_cols;
+    info->k_size = info->v_size = (fused - out_cols) / 2;
+    return info->k_size > 0 && out_cols + 2 * info->k_size == fused;
   }
   if (m.layout == WeightLayout::kGpt2) {  // Conv1D weights are (in, out)
     int64_t embed, fused;
@@ -151,6 +187,12 @@ bool Describe(const ShapeMap& tensors, const AttentionModule& m, AttentionModule
   const int64_t q = info->q_size, k = info->k_size, v = info->v_size;
   return out_rows == info->embed_dim && q % k == 0 && out_cols % v == 0 &&
          out_cols / v == q / k;
+}
+
+bool Describe(const ShapeMap& tensors, const AttentionModule& m, AttentionModuleInfo* info) {
+  if (!DescribeShapes(tensors, m, info)) return false;
+  DescribeNorms(tensors, info);
+  return true;
 }
 
 std::string Quoted(const std::string& s) { return "'" + s + "'"; }
@@ -213,9 +255,11 @@ Status CheckNames(const WeightOptions& options) {
   if (separate != 0 && separate != 3) {
     return Status::InvalidArgument("names: q, k and v go together (give all three, or qkv)");
   }
-  if (options.layout == WeightLayout::kTorch && !n.empty()) {
-    return Status::InvalidArgument("names: the torch layout has fixed names; use layout "
-                                   "'qkv-linear' or 'gpt2' with names");
+  if ((options.layout == WeightLayout::kTorch || options.layout == WeightLayout::kNeox) &&
+      !n.empty()) {
+    return Status::InvalidArgument(std::string("names: the ") + LayoutName(options.layout) +
+                                   " layout has fixed names; use layout 'qkv-linear' or 'gpt2' "
+                                   "with names");
   }
   if (options.layout == WeightLayout::kGpt2 && separate != 0) {
     return Status::InvalidArgument("names: the gpt2 layout has a fused projection (qkv), not "
@@ -240,17 +284,23 @@ std::string WhatIsMissing(const ShapeMap& tensors, const std::string& p, WeightL
   if ((any || layout == WeightLayout::kGpt2) && HasWeight(tensors, p + "c_attn")) {
     return "found c_attn but no c_proj";
   }
+  if ((any || layout == WeightLayout::kNeox) && HasWeight(tensors, p + kNeoxQkv)) {
+    return std::string("found ") + kNeoxQkv + " but no " + kNeoxOut;
+  }
   switch (layout) {
     case WeightLayout::kTorch:
       return "layout torch: no in_proj_weight or q_proj_weight";
     case WeightLayout::kGpt2:
       return "layout gpt2: no c_attn.weight";
     case WeightLayout::kQkvLinear:
-      return "layout qkv-linear: no complete set of projections (" + FamilyNames() + ")";
+      return "layout qkv-linear: no complete set of projections (" + FamilyNames() + ", or " +
+             kFusedLinear + ")";
+    case WeightLayout::kNeox:
+      return std::string("layout neox: no ") + kNeoxQkv + ".weight";
     case WeightLayout::kAuto:
       break;
   }
-  return "no layout matches (torch, qkv-linear, gpt2; for other names pass `names`)";
+  return "no layout matches (torch, qkv-linear, gpt2, neox; for other names pass `names`)";
 }
 
 std::string ModuleString(const AttentionModule& m) {
@@ -259,8 +309,10 @@ std::string ModuleString(const AttentionModule& m) {
     case WeightLayout::kTorch:
       return "torch";
     case WeightLayout::kGpt2:
-      return "gpt2 (" + rel(m.qkv) + ", " + rel(m.out) + ")";
+    case WeightLayout::kNeox:
+      return std::string(LayoutName(m.layout)) + " (" + rel(m.qkv) + ", " + rel(m.out) + ")";
     default:
+      if (!m.qkv.empty()) return "qkv-linear (" + rel(m.qkv) + ", " + rel(m.out) + ")";
       return "qkv-linear (" + rel(m.q) + ", " + rel(m.k) + ", " + rel(m.v) + ", " + rel(m.out) + ")";
   }
 }
@@ -348,6 +400,8 @@ const char* LayoutName(WeightLayout layout) {
       return "qkv-linear";
     case WeightLayout::kGpt2:
       return "gpt2";
+    case WeightLayout::kNeox:
+      return "neox";
     case WeightLayout::kAuto:
       break;
   }
@@ -356,14 +410,14 @@ const char* LayoutName(WeightLayout layout) {
 
 Status ParseLayout(const std::string& name, WeightLayout* out) {
   for (WeightLayout layout : {WeightLayout::kAuto, WeightLayout::kTorch, WeightLayout::kQkvLinear,
-                              WeightLayout::kGpt2}) {
+                              WeightLayout::kGpt2, WeightLayout::kNeox}) {
     if (name == LayoutName(layout)) {
       *out = layout;
       return Status::Ok();
     }
   }
-  return Status::InvalidArgument("layout: expected 'torch', 'qkv-linear' or 'gpt2' (or 'auto'), "
-                                 "got '" + name + "'");
+  return Status::InvalidArgument("layout: expected 'torch', 'qkv-linear', 'gpt2' or 'neox' (or "
+                                 "'auto'), got '" + name + "'");
 }
 
 Status FindAttentionModule(const ShapeMap& tensors, const WeightOptions& options,

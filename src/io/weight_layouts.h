@@ -5,8 +5,15 @@
 //               W_o or W, query/key/value + fc_out, BERT's self.query.. +
 //               output.dense, ViT's attention.query.., Llama's and Whisper's
 //               q_proj/k_proj/v_proj + o_proj or out_proj.
+//               Fused: Phi-3's qkv_proj ([q | k | v] rows) + o_proj. T5's
+//               q/k/v + o.
 //   gpt2        c_attn (Conv1D: weight (E, q + k + v), fused, stored
 //               transposed) + c_proj (Conv1D).
+//   neox        query_key_value, fused and grouped per key/value head: for
+//               each of the num_kv_heads groups, num_heads / num_kv_heads
+//               query heads, one key head, one value head (GPT-NeoX's and
+//               BLOOM's view (H, 3, D), Falcon-7B's H + 2 heads, Falcon-40B's
+//               groups) + dense.
 // Names and shapes only: MultiheadAttention reads the data
 // (multihead_attention_weights.cc, with the mapping of weight_plan.h).
 #ifndef MHA_SRC_IO_WEIGHT_LAYOUTS_H_
@@ -22,9 +29,9 @@
 
 namespace mha {
 
-enum class WeightLayout { kAuto, kTorch, kQkvLinear, kGpt2 };
+enum class WeightLayout { kAuto, kTorch, kQkvLinear, kGpt2, kNeox };
 
-// "auto", "torch", "qkv-linear", "gpt2".
+// "auto", "torch", "qkv-linear", "gpt2", "neox".
 const char* LayoutName(WeightLayout layout);
 Status ParseLayout(const std::string& name, WeightLayout* out);
 
@@ -75,6 +82,11 @@ struct AttentionModuleInfo {
   bool bias = false;     // the checkpoint holds some projection bias
   bool bias_kv = false;  // it holds bias_k and bias_v
   bool sinks = false;    // it holds "sinks" (one logit per head, gpt-oss)
+  // Its q/k norms: "" (none), "head" (q_norm.weight of one head's features,
+  // shared), "head-per-head" (one row per head) or "all" (the whole projection);
+  // qk_norm_bias: it holds q_norm.bias (LayerNorm's).
+  std::string qk_norm;
+  bool qk_norm_bias = false;
 };
 
 // Every attention module the tensors hold whose shapes are consistent,

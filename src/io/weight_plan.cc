@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 namespace mha {
 namespace {
@@ -9,8 +10,7 @@ namespace {
 // nn.MultiheadAttention's state_dict names.
 constexpr const char* kTorchNames[] = {"in_proj_weight", "q_proj_weight", "k_proj_weight",
                                        "v_proj_weight",  "in_proj_bias",  "bias_k",
-                                       "bias_v",         "out_proj.weight", "out_proj.bias",
-                                       "sinks"};
+                                       "bias_v",         "out_proj.weight", "out_proj.bias"};
 
 Status CheckShape(const ShapeMap& tensors, const std::string& name, const Shape& expected,
                   const ProjectionShapes& e) {
@@ -69,6 +69,54 @@ Status PlanFused(const ShapeMap& tensors, const AttentionModule& m, const Projec
   return Status::Ok();
 }
 
+// The rows of q, k and v in the neox layout's fused projection: for each
+// key/value head g, its group of num_heads / num_kv_heads query heads, then
+// its key head, then its value head (head dim D each).
+struct NeoxRows {
+  std::vector<Piece> q, k, v;
+};
+
+NeoxRows NeoxPieces(const std::string& tensor, int64_t groups, int64_t group, int64_t D) {
+  NeoxRows rows;
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t first = g * (group + 2) * D;
+    rows.q.push_back({tensor, false, first, first + group * D});
+    rows.k.push_back({tensor, false, first + group * D, first + (group + 1) * D});
+    rows.v.push_back({tensor, false, first + (group + 1) * D, first + (group + 2) * D});
+  }
+  return rows;
+}
+
+Status PlanNeox(const ShapeMap& tensors, const AttentionModule& m, const ProjectionShapes& e,
+                std::vector<ParameterRecipe>* out) {
+  const std::string weight = m.qkv + ".weight";
+  const int64_t H = e.num_heads, Hkv = e.num_kv_heads, D = e.q[0] / H;
+  if (e.k[1] != e.q[1] || e.v[1] != e.q[1] || e.v[0] != e.k[0]) {
+    return Status::InvalidArgument(weight + ": the neox layout needs kdim == vdim == embed_dim "
+                                   "and v_head_dim == qk_head_dim; this module has " + e.config);
+  }
+  const int64_t total = e.q[0] + e.k[0] + e.v[0];
+  MHA_RETURN_IF_ERROR(CheckShape(tensors, weight, {total, e.q[1]}, e));
+  NeoxRows w = NeoxPieces(weight, Hkv, H / Hkv, D);
+  out->push_back({"q_proj_weight", e.q, std::move(w.q)});
+  out->push_back({"k_proj_weight", e.k, std::move(w.k)});
+  out->push_back({"v_proj_weight", e.v, std::move(w.v)});
+  if (!e.bias) return Status::Ok();
+  ParameterRecipe bias{"in_proj_bias", {total}, {}};
+  const std::string name = m.qkv + ".bias";
+  if (!tensors.count(name)) {
+    bias.pieces.push_back({"", false, 0, total});
+  } else {
+    MHA_RETURN_IF_ERROR(CheckShape(tensors, name, {total}, e));
+    NeoxRows b = NeoxPieces(name, Hkv, H / Hkv, D);
+    for (std::vector<Piece>* part : {&b.q, &b.k, &b.v}) {
+      bias.pieces.insert(bias.pieces.end(), part->begin(), part->end());
+    }
+  }
+  out->push_back(std::move(bias));
+  return Status::Ok();
+}
+
 Status PlanSeparate(const ShapeMap& tensors, const AttentionModule& m, const ProjectionShapes& e,
                     std::vector<ParameterRecipe>* out) {
   ParameterRecipe bias{"in_proj_bias", {e.q[0] + e.k[0] + e.v[0]}, {}};
@@ -98,13 +146,15 @@ Status PlanOutput(const ShapeMap& tensors, const AttentionModule& m, const Proje
 }
 
 // The tensors under the prefix by their own names (bias_k, bias_v with
-// add_bias_kv; sinks with sinks): present exactly when the module asks.
+// add_bias_kv, unless the torch layout checks them itself; sinks with sinks):
+// present exactly when the module asks.
 Status PlanOwnNames(const ShapeMap& tensors, const AttentionModule& m, const ProjectionShapes& e,
                     std::vector<ParameterRecipe>* out) {
-  for (const auto& [name, shape, option] :
-       {std::make_tuple("bias_k", &e.bias_k, "add_bias_kv"),
-        std::make_tuple("bias_v", &e.bias_v, "add_bias_kv"),
-        std::make_tuple("sinks", &e.sinks, "sinks")}) {
+  std::vector<std::tuple<const char*, const Shape*, const char*>> own = {
+      {"bias_k", &e.bias_k, "add_bias_kv"}, {"bias_v", &e.bias_v, "add_bias_kv"},
+      {"sinks", &e.sinks, "sinks"}};
+  if (m.layout == WeightLayout::kTorch) own.erase(own.begin(), own.begin() + 2);
+  for (const auto& [name, shape, option] : own) {
     const std::string full = m.prefix + name;
     const bool present = tensors.count(full) != 0;
     if (shape->empty() && present) {
@@ -118,6 +168,47 @@ Status PlanOwnNames(const ShapeMap& tensors, const AttentionModule& m, const Pro
     }
     MHA_RETURN_IF_ERROR(CheckShape(tensors, full, *shape, e));
     out->push_back({name, *shape, {{full, false, 0, (*shape)[0]}}});
+  }
+  return Status::Ok();
+}
+
+std::string ShapesString(const std::vector<Shape>& shapes) {
+  std::string s;
+  for (const Shape& shape : shapes) s += (s.empty() ? "" : " or ") + ShapeString(shape);
+  return s;
+}
+
+// q_norm.* and k_norm.* under the prefix: weights present exactly when the
+// module has q/k norms, of one of the shapes it accepts; biases only for
+// LayerNorm, optional.
+Status PlanNorms(const ShapeMap& tensors, const AttentionModule& m, const ProjectionShapes& e,
+                 std::vector<ParameterRecipe>* out) {
+  for (const auto& [role, shapes] : {std::make_pair("q_norm", &e.q_norm),
+                                     std::make_pair("k_norm", &e.k_norm)}) {
+    for (const char* part : {".weight", ".bias"}) {
+      const std::string name = std::string(role) + part, full = m.prefix + name;
+      const bool weight = part[1] == 'w', present = tensors.count(full) != 0;
+      if (present && shapes->empty()) {
+        return Status::InvalidArgument(full + ": in the checkpoint, but the module was created "
+                                       "without qk_norm");
+      }
+      if (present && !weight && !e.norm_bias) {
+        return Status::InvalidArgument(full + ": in the checkpoint, but the module's " +
+                                       e.qk_norm + " has no bias (LayerNorm's has: type 'layer')");
+      }
+      if (!present && weight && !shapes->empty()) {
+        return Status::InvalidArgument(full + ": not in the checkpoint, and the module was "
+                                       "created with " + e.qk_norm);
+      }
+      if (!present) continue;
+      const Shape& got = tensors.at(full);
+      if (std::find(shapes->begin(), shapes->end(), got) == shapes->end()) {
+        return Status::InvalidArgument(full + ": expected shape " + ShapesString(*shapes) +
+                                       " for this module (" + e.qk_norm + "; " + e.config +
+                                       "), received " + ShapeString(got));
+      }
+      out->push_back({name, got, {{full, false, 0, got[0]}}});
+    }
   }
   return Status::Ok();
 }
@@ -137,7 +228,8 @@ Status PlanParameters(const ShapeMap& tensors, const AttentionModule& module,
       const int64_t rows = it->second.empty() ? 1 : it->second[0];
       out->push_back({name, it->second, {{it->first, false, 0, rows}}});
     }
-    return Status::Ok();
+    MHA_RETURN_IF_ERROR(PlanOwnNames(tensors, module, expected, out));
+    return PlanNorms(tensors, module, expected, out);
   }
   if (!expected.bias) {
     const std::vector<std::string> biases =
@@ -147,10 +239,15 @@ Status PlanParameters(const ShapeMap& tensors, const AttentionModule& module,
                                      "created with bias: false (create it with bias: true)");
     }
   }
-  MHA_RETURN_IF_ERROR(module.qkv.empty() ? PlanSeparate(tensors, module, expected, out)
-                                         : PlanFused(tensors, module, expected, out));
+  if (module.layout == WeightLayout::kNeox) {
+    MHA_RETURN_IF_ERROR(PlanNeox(tensors, module, expected, out));
+  } else {
+    MHA_RETURN_IF_ERROR(module.qkv.empty() ? PlanSeparate(tensors, module, expected, out)
+                                           : PlanFused(tensors, module, expected, out));
+  }
   MHA_RETURN_IF_ERROR(PlanOutput(tensors, module, expected, out));
-  return PlanOwnNames(tensors, module, expected, out);
+  MHA_RETURN_IF_ERROR(PlanOwnNames(tensors, module, expected, out));
+  return PlanNorms(tensors, module, expected, out);
 }
 
 const std::string* WholeTensor(const ParameterRecipe& recipe, const ShapeMap& tensors) {

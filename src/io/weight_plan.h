@@ -19,9 +19,15 @@ namespace mha {
 // What the module's configuration expects (from its parameter shapes).
 struct ProjectionShapes {
   Shape q, k, v, out;     // Linear weights: (out_features, in_features)
+  int64_t num_heads = 0, num_kv_heads = 0;  // the neox layout's groups
   bool bias = true;
   Shape bias_k, bias_v;   // empty without add_bias_kv
   Shape sinks;            // empty without sinks
+  // The shapes q_norm.weight and k_norm.weight may have (empty without
+  // qk_norm); norm_bias: q_norm.bias / k_norm.bias may be present (LayerNorm).
+  std::vector<Shape> q_norm, k_norm;
+  bool norm_bias = false;
+  std::string qk_norm;    // "qk_norm rms over 'head'", for messages
   std::string config;     // "embed_dim 16, num_heads 2, ...", for messages
 };
 
@@ -46,7 +52,8 @@ struct ParameterRecipe {
 // their recipe names are relative to the prefix). Other layouts: q/k/v_proj_weight,
 // in_proj_bias, out_proj.*, bias_k/bias_v, sinks, after checking every tensor used
 // against `expected`; a bias in the checkpoint when `expected.bias` is false
-// is an error.
+// is an error. Every layout, torch's too: q_norm.* / k_norm.* under the
+// prefix, present exactly when the module has q/k norms.
 Status PlanParameters(const ShapeMap& tensors, const AttentionModule& module,
                       const ProjectionShapes& expected, std::vector<ParameterRecipe>* out);
 

@@ -14,6 +14,7 @@
 #include "src/kernels/flash_attention-inl.h"
 #include "src/kernels/float16-inl.h"
 #include "src/kernels/gemm-inl.h"
+#include "src/kernels/qk_norm-inl.h"
 #include "src/kernels/rotary-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -75,6 +76,7 @@ HWY_EXPORT(DecodeScratchSize);
 HWY_EXPORT(DecodePartial);
 HWY_EXPORT(DecodeMerge);
 HWY_EXPORT(RotateHeads);
+HWY_EXPORT(NormalizeGroups);
 HWY_EXPORT(FloatToHalf);
 HWY_EXPORT(HalfToFloat);
 HWY_EXPORT(CurrentTargetName);
@@ -141,6 +143,11 @@ void DecodeMerge(const DecodeGroup& group, const float* states, size_t count, si
 void RotateHeads(float* x, size_t num_heads, size_t head_stride, size_t dim, bool interleaved,
                  const float* cos, const float* sin) {
   HWY_DYNAMIC_DISPATCH(RotateHeads)(x, num_heads, head_stride, dim, interleaved, cos, sin);
+}
+
+void NormalizeGroups(float* x, size_t groups, size_t width, bool layer, float eps,
+                     const float* w, const float* b) {
+  HWY_DYNAMIC_DISPATCH(NormalizeGroups)(x, groups, width, layer, eps, w, b);
 }
 
 void FloatToHalf(const float* src, size_t n, uint16_t* dst) {

@@ -199,6 +199,15 @@ void DecodeMerge(const DecodeGroup& group, const float* states, size_t count, si
 void RotateHeads(float* x, size_t num_heads, size_t head_stride, size_t dim, bool interleaved,
                  const float* cos, const float* sin);
 
+// ---- q/k norms (qk_norm-inl.h). ----
+
+// Normalizes each of `groups` groups of `width` floats of row x in place by
+// its own statistics (layer: LayerNorm, (x - mean) / sqrt(var + eps); else
+// RMSNorm, x / sqrt(mean(x^2) + eps)), then multiplies feature f by w[f] and,
+// when b is not null, adds b[f] (w, b: groups * width floats).
+void NormalizeGroups(float* x, size_t groups, size_t width, bool layer, float eps,
+                     const float* w, const float* b);
+
 // ---- IEEE float16 storage (float16-inl.h). ----
 
 // dst[i] = half(src[i]), i < n (see float16-inl.h for rounding per target).

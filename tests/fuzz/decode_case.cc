@@ -40,6 +40,7 @@ mha::MultiheadAttentionConfig FuzzConfig(FuzzInput& in) {
     c.rotary.base = bases[in.Int(0, 2)];
     c.rotary.interleaved = in.Bool();
   }
+  FuzzQkNorm(in, &c.qk_norm);
   return c;
 }
 

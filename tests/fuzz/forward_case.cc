@@ -137,6 +137,7 @@ std::string MhaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
     config.alibi.symmetric = in.Bool();
   }
   config.sinks = in.Int(0, 3) == 0;
+  FuzzQkNorm(in, &config.qk_norm);
   std::unique_ptr<mha::MultiheadAttention> module;
   const mha::Status created = mha::MultiheadAttention::Create(config, &module);
   const bool creatable = config.embed_dim % config.num_heads == 0 ||

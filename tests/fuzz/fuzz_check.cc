@@ -36,6 +36,14 @@ mha::TensorView FuzzTensor(FuzzInput& in, const mha::Shape& shape, bool specials
   return mha::TensorView{values->data(), shape};
 }
 
+void FuzzQkNorm(FuzzInput& in, mha::QkNormConfig* norm) {
+  norm->enabled = in.Int(0, 3) == 0;
+  if (!norm->enabled) return;
+  norm->type = in.Bool() ? mha::QkNormType::kLayer : mha::QkNormType::kRms;
+  norm->over = in.Bool() ? mha::QkNormOver::kAll : mha::QkNormOver::kHead;
+  norm->weight_offset = in.Bool() ? 1.0f : 0.0f;
+}
+
 mha::MaskView FuzzMask(FuzzInput& in, int kind, const mha::Shape& shape, bool specials,
                        std::vector<uint8_t>* bytes, std::vector<float>* floats) {
   if (kind == 1) {

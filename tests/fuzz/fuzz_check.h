@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "src/multihead_attention.h"
 #include "src/tensor.h"
 #include "tests/fuzz/fuzz_input.h"
 
@@ -21,6 +22,10 @@ size_t BufferSize(const mha::Shape& shape);
 // A fuzzed float tensor of `shape`; `values` keeps the data alive.
 mha::TensorView FuzzTensor(FuzzInput& in, const mha::Shape& shape, bool specials,
                            std::vector<float>* values);
+
+// q/k norms now and then (a quarter of the draws): RMS or Layer, over each
+// head or the whole projection, Gemma 3's weight offset 1 or none.
+void FuzzQkNorm(FuzzInput& in, mha::QkNormConfig* norm);
 
 // A fuzzed mask of `kind` 0 (none), 1 (bool) or 2 (float); `bytes`/`floats` keep its data.
 mha::MaskView FuzzMask(FuzzInput& in, int kind, const mha::Shape& shape, bool specials,

@@ -91,6 +91,31 @@ void Rotate(const mha::RotaryConfig& r, size_t seq, size_t first, size_t heads, 
   }
 }
 
+// q/k norms (DESIGN.md, step 2) of rows of heads * head_dim features: each
+// head (or the whole row, over all) by its own statistics, then times the
+// weight + weight_offset, plus the bias; a weight shorter than the row (one
+// head's, shared) repeats.
+void Normalize(const mha::QkNormConfig& n, size_t heads, size_t head_dim,
+               const std::vector<float>& w, const std::vector<float>* b, std::vector<double>* x) {
+  if (!n.enabled) return;
+  const size_t width = heads * head_dim;
+  const size_t group = n.over == mha::QkNormOver::kAll ? width : head_dim;
+  for (size_t at = 0; at + group <= x->size(); at += group) {
+    double* v = x->data() + at;
+    double mean = 0.0, squares = 0.0;
+    if (n.type == mha::QkNormType::kLayer) {
+      for (size_t i = 0; i < group; ++i) mean += v[i] / double(group);
+    }
+    for (size_t i = 0; i < group; ++i) squares += (v[i] - mean) * (v[i] - mean);
+    const double r = 1.0 / std::sqrt(squares / double(group) + double(n.eps));
+    for (size_t i = 0; i < group; ++i) {
+      const size_t f = (at + i) % width;
+      v[i] = (v[i] - mean) * r * (double(w[f % w.size()]) + double(n.weight_offset)) +
+             (b != nullptr ? double((*b)[f % b->size()]) : 0.0);
+    }
+  }
+}
+
 // x rounded to the nearest half (ties to even), through float as stored.
 double RoundToHalf(double x) {
   const double f = static_cast<float>(x);
@@ -138,6 +163,14 @@ void ReferenceMha(const mha::MultiheadAttentionConfig& c,
       Project(Gather(key, S, N, c.kdim, bf), N * S, c.kdim, wk, in_bias ? in_bias + QK : nullptr, KK);
   std::vector<double> v = Project(Gather(value, S, N, c.vdim, bf), N * S, c.vdim, wv,
                                   in_bias ? in_bias + QK + KK : nullptr, KV);
+  if (c.qk_norm.enabled) {
+    auto bias = [&](const char* name) {
+      auto it = p.find(name);
+      return it == p.end() ? nullptr : &it->second;
+    };
+    Normalize(c.qk_norm, H, dq, p.at("q_norm.weight"), bias("q_norm.bias"), &q);
+    Normalize(c.qk_norm, Hkv, dq, p.at("k_norm.weight"), bias("k_norm.bias"), &k);
+  }
   Rotate(c.rotary, L, first_query, H, dq, &q);
   Rotate(c.rotary, S, 0, Hkv, dq, &k);
   if (half_keys) {

@@ -36,7 +36,7 @@ async function rejectsWith(promise, pattern) {
 
 test('the fixtures cover every layout and both shard counts', () => {
   const detected = new Set(fixtures.map((f) => f.config.detected));
-  assert.deepEqual([...detected].map(String).sort(), ['gpt2', 'null', 'qkv-linear', 'torch']);
+  assert.deepEqual([...detected].map(String).sort(), ['gpt2', 'neox', 'null', 'qkv-linear', 'torch']);
   assert.ok(fixtures.some((f) => f.shards.length === 2));
   assert.ok(fixtures.length >= 19);
 });
@@ -96,7 +96,7 @@ for (const build of BUILDS) {
         /self\.query\.weight: expected shape \(8, 16\) .*received \(16, 16\)/);
       narrow.dispose();
       assert.throws(() => mha.loadSafetensors(bytes, { layout: 'llama' }),
-        /loadSafetensors: layout: expected one of auto, torch, qkv-linear, gpt2, received the string 'llama'/);
+        /loadSafetensors: layout: expected one of auto, torch, qkv-linear, gpt2, neox, received the string 'llama'/);
       assert.throws(() => mha.loadSafetensors(bytes, { names: { query: 'q' } }),
         /names: unknown role 'query'/);
       assert.throws(() => mha.loadSafetensors([]), /bytes: expected .* received an empty array/);

@@ -87,6 +87,17 @@ mha::Status ReadDecodeConfig(const Fixture& f, DecodeConfig* out) {
       }
     }
   }
+  // qk_norm: null or {"type": "rms" | "layer", "over": "head" | "all", "eps", "weight_offset"}.
+  const mha::json::Value* norm = v.Find("qk_norm");
+  if (norm != nullptr && norm->type == mha::json::Type::kObject) {
+    m.qk_norm.enabled = true;
+    m.qk_norm.type = norm->Find("type")->string == "layer" ? mha::QkNormType::kLayer
+                                                           : mha::QkNormType::kRms;
+    m.qk_norm.over = norm->Find("over")->string == "all" ? mha::QkNormOver::kAll
+                                                         : mha::QkNormOver::kHead;
+    m.qk_norm.eps = Number(*norm, "eps");
+    m.qk_norm.weight_offset = Number(*norm, "weight_offset");
+  }
   // window: null, W (left W - 1) or [left, right].
   const mha::json::Value* window = v.Find("window");
   if (window != nullptr && window->type == mha::json::Type::kArray) {

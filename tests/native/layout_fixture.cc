@@ -93,6 +93,9 @@ mha::MultiheadAttentionConfig LayoutFixture::ModuleConfig() const {
     c.rotary.interleaved = Bool(*rotary, "interleaved");
   }
   c.batch_first = Bool(m, "batch_first");
+  // The score options a family needs (BLOOM's alibi: true, T5's scale 1).
+  c.alibi.enabled = Bool(m, "alibi");
+  if (const mha::json::Value* scale = m.Find("scale")) c.scale = static_cast<float>(scale->number);
   return c;
 }
 

@@ -253,7 +253,7 @@ TEST(LayoutListing, NaturalOrderAndIncompleteModulesLeftOut) {
 
 TEST(LayoutNames, RoundTrip) {
   for (WeightLayout layout : {WeightLayout::kAuto, WeightLayout::kTorch, WeightLayout::kQkvLinear,
-                              WeightLayout::kGpt2}) {
+                              WeightLayout::kGpt2, WeightLayout::kNeox}) {
     WeightLayout parsed;
     ASSERT_TRUE(ParseLayout(LayoutName(layout), &parsed).ok());
     EXPECT_EQ(parsed, layout);

@@ -12,7 +12,7 @@ import {
 
 const CONFIG_KEYS = ['embedDim', 'numHeads', 'bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim',
   'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout', 'numKVHeads', 'rotary', 'scale', 'softcap',
-  'window', 'sinks', 'alibi'];
+  'window', 'sinks', 'alibi', 'qkNorm'];
 const MAX_DIM = 2 ** 24;
 
 function checkNumber(value, name) {
@@ -49,6 +49,28 @@ function alibiOptions(alibi) {
   const options = { symmetric: checkBoolean(o.symmetric, 'alibi.symmetric', false) };
   if (o.slopes !== undefined) options.slopes = o.slopes;
   return options;
+}
+
+// A string option that is one of `values` (the first when undefined).
+function checkChoice(value, name, values) {
+  if (value === undefined) return values[0];
+  if (!values.includes(value)) {
+    throw new MHAError(`${name}: expected ${values.map((v) => `'${v}'`).join(' or ')}, received ${
+      describe(value)}`);
+  }
+  return value;
+}
+
+// qkNorm: undefined, or {type, over, eps, weightOffset} (DESIGN.md's defaults).
+function qkNormOptions(qkNorm) {
+  if (qkNorm === undefined) return undefined;
+  const o = checkOptionsObject(qkNorm, 'qkNorm', ['type', 'over', 'eps', 'weightOffset']);
+  return {
+    type: checkChoice(o.type, 'qkNorm.type', ['rms', 'layer']),
+    over: checkChoice(o.over, 'qkNorm.over', ['head', 'all']),
+    eps: checkNumber(o.eps ?? 1e-6, 'qkNorm.eps'),
+    weight_offset: checkNumber(o.weightOffset ?? 0, 'qkNorm.weightOffset'),
+  };
 }
 
 // rotary: undefined, or {dim, base, interleaved}.
@@ -90,6 +112,7 @@ export function coreConfig(config) {
     window: windowOption(config.window),
     sinks: checkBoolean(config.sinks, 'sinks', false),
     alibi: alibiOptions(config.alibi),
+    qk_norm: qkNormOptions(config.qkNorm),
   };
 }
 
@@ -149,6 +172,15 @@ export function checkConfigRules(c) {
                                !slopes.every((s) => Number.isFinite(s)))) {
     fail(`alibi.slopes: expected num_heads (${c.num_heads}) finite slopes, got ${slopes.length}`);
   }
+  // The core holds eps and weight_offset as floats.
+  if (c.qk_norm !== undefined && !(Math.fround(c.qk_norm.eps) > 0 &&
+                                   Number.isFinite(Math.fround(c.qk_norm.eps)))) {
+    fail(`qk_norm.eps: expected a positive finite number, received ${describe(c.qk_norm.eps)}`);
+  }
+  if (c.qk_norm !== undefined && !Number.isFinite(Math.fround(c.qk_norm.weight_offset))) {
+    fail(`qk_norm.weight_offset: expected a finite number, received ${
+      describe(c.qk_norm.weight_offset)}`);
+  }
   if (c.rotary === undefined) return;
   const { qkHeadDim } = resolvedDims(c);
   const dim = c.rotary.dim || qkHeadDim;
@@ -187,6 +219,10 @@ export function parametersOf(c) {
   specs.push(['out_proj.weight', [E, vv]]);
   if (c.bias) specs.push(['out_proj.bias', [E]]);
   if (c.sinks) specs.push(['sinks', [c.num_heads]]);
+  if (c.qk_norm !== undefined) {
+    const all = c.qk_norm.over === 'all';
+    specs.push(['q_norm.weight', [all ? qk : d.qkHeadDim]], ['k_norm.weight', [all ? kk : d.qkHeadDim]]);
+  }
   return specs.map(([name, shape]) => ({ name, shape }));
 }
 

@@ -9,7 +9,7 @@ import {
   checkBytes, checkOptionsObject, checkParameter, describe,
 } from './validate.js';
 
-const LAYOUTS = ['auto', 'torch', 'qkv-linear', 'gpt2'];
+const LAYOUTS = ['auto', 'torch', 'qkv-linear', 'gpt2', 'neox'];
 const MAX_HEADER_BYTES = 100 * 2 ** 20;  // the core refuses longer headers
 const ROLES = ['q', 'k', 'v', 'out', 'qkv'];
 

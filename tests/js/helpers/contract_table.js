@@ -95,6 +95,12 @@ export function contractTable(fixture) {
     ['create fails: dropout 1 - 1e-12 (1 as a float)', createWith({ dropout: 1 - 1e-12 }), THROWS(/dropout: expected a probability in \[0, 1\)/)],
     ['create fails: a dim above 2^24', createWith({ kdim: 2 ** 24 + 1 }),
       THROWS(/^createMultiheadAttention: config: dims above 2\^24 are not supported$/)],
+    ['create fails: qkNorm.type unknown', createWith({ qkNorm: { type: 'l2' } }),
+      THROWS(/^qkNorm\.type: expected 'rms' or 'layer', received the string 'l2'$/)],
+    ['create fails: qkNorm.eps 0', createWith({ qkNorm: { eps: 0 } }),
+      THROWS(/^createMultiheadAttention: qk_norm\.eps: expected a positive finite number, received number 0$/)],
+    ['parameters with qkNorm over all', (ctx) =>
+      create(ctx, { embedDim: 8, numHeads: 4, numKVHeads: 2, qkNorm: { over: 'all' } }).parameters, RETURNS],
     ['parameters right after create', (ctx) => create(ctx).parameters, RETURNS],
     ['parameters with numKVHeads and qkHeadDim', (ctx) =>
       create(ctx, { embedDim: 8, numHeads: 4, numKVHeads: 2, qkHeadDim: 3, addBiasKV: true }).parameters, RETURNS],
@@ -115,6 +121,32 @@ export function contractTable(fixture) {
     ['loadStateDict: an unexpected bare array', (ctx) =>
       create(ctx).loadStateDict({ ...params, bias_k: new Float32Array(16) }),
     REJECTS(/unexpected parameter 'bias_k' for this configuration/)],
+    // A parameter of an option in the checkpoint without the option, or missing with it
+    // (DESIGN.md, "The attention of today's models"): both sides named.
+    ['loadStateDict: q_norm.weight without qkNorm', (ctx) =>
+      create(ctx).loadStateDict({ ...params, 'q_norm.weight': new Float32Array(8) }),
+    REJECTS(/q_norm\.weight: in the checkpoint, but the module was created without qk_norm$/)],
+    ['loadStateDict: qkNorm without q_norm.weight', (ctx) =>
+      create(ctx, { ...config, qkNorm: {} }).loadStateDict(params),
+    REJECTS(/q_norm\.weight: not in the checkpoint, and the module was created with qk_norm rms over 'head'$/)],
+    ['loadStateDict: q_norm.weight per head for qkNorm over all', (ctx) =>
+      create(ctx, { ...config, qkNorm: { over: 'all' } }).loadStateDict({ ...params,
+        'q_norm.weight': zeros([2, 8]), 'k_norm.weight': new Float32Array(16) }),
+    REJECTS(/q_norm\.weight: expected shape \(16,\) for this module \(qk_norm rms over 'all'; .*\), received \(2, 8\)$/)],
+    ['loadStateDict: q_norm.bias for an RMSNorm', (ctx) =>
+      create(ctx, { ...config, qkNorm: {} }).loadStateDict({ ...params, 'q_norm.weight': new Float32Array(8),
+        'k_norm.weight': new Float32Array(8), 'q_norm.bias': new Float32Array(8) }),
+    REJECTS(/q_norm\.bias: in the checkpoint, but the module's qk_norm rms over 'head' has no bias/)],
+    ['loadStateDict: q_norm per head', (ctx) =>
+      create(ctx, { ...config, qkNorm: { type: 'layer' } }).loadStateDict({ ...params,
+        'q_norm.weight': zeros([2, 8]), 'k_norm.weight': zeros([2, 8]), 'k_norm.bias': zeros([8]) }),
+    RESOLVES],
+    ['loadStateDict: sinks without sinks: true', (ctx) =>
+      create(ctx).loadStateDict({ ...params, sinks: new Float32Array(2) }),
+    REJECTS(/sinks: in the checkpoint, but the module was created without sinks$/)],
+    ['loadStateDict: sinks: true without sinks', (ctx) =>
+      create(ctx, { ...config, sinks: true }).loadStateDict(params),
+    REJECTS(/sinks: not in the checkpoint, and the module was created with sinks$/)],
     ['loadSafetensors: a string', (ctx) => create(ctx).loadSafetensors('model.safetensors'),
       THROWS(/loadSafetensors: bytes: expected a Uint8Array or an ArrayBuffer/)],
     ['loadSafetensors: an unknown layout', (ctx) => create(ctx).loadSafetensors(fixture.bytes, { layout: 'keras' }),

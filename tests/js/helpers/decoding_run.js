@@ -3,7 +3,7 @@
 // returns each step's results and the cache length after it.
 import { moduleConfig } from './fixture_data.js';
 
-// The score options of a fixture's config (model fixtures; absent or 0: off),
+// The score options and q/k norms of a fixture's config (model fixtures; absent or 0: off),
 // for the module or, with `fixture`, the functional form (sinks and ALiBi
 // slopes as Float32Arrays).
 function scoreOptions(c, fixture) {
@@ -18,6 +18,10 @@ function scoreOptions(c, fixture) {
   if (c.scale) options.scale = c.scale;
   if (c.softcap) options.softcap = c.softcap;
   if (c.window != null) options.window = c.window;
+  if (c.qk_norm) {
+    const { type, over, eps, weight_offset: weightOffset } = c.qk_norm;
+    options.qkNorm = { type, over, eps, weightOffset };
+  }
   return options;
 }
 

@@ -22,6 +22,8 @@ export function layoutModuleConfig({ module: m }) {
     vHeadDim: m.v_head_dim || undefined, batchFirst: m.batch_first,
     numKVHeads: m.num_kv_heads || undefined,
     rotary: m.rotary ? { ...m.rotary, dim: m.rotary.dim || undefined } : undefined,
+    // The score options a family needs (BLOOM's alibi: true, T5's scale 1).
+    alibi: m.alibi || undefined, scale: m.scale,
   };
 }
 

@@ -15,6 +15,10 @@ export async function usage(): Promise<number> {
   const [found]: AttentionModuleInfo[] = await lib.listAttentionModules(shards);
   await mha.loadSafetensors(shards, { prefix: found.prefix, layout: found.layout, names: found.names });
   await mha.loadStateDict({}, { names: { qkv: 'qkv', out: 'proj' }, layout: 'qkv-linear' });
+  const normOver: 'head' | 'head-per-head' | 'all' | undefined = found.qkNorm?.over;
+  const qwen3 = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, numKVHeads: 1,
+    qkNorm: { type: 'rms', over: 'head', eps: 1e-6, weightOffset: 1 } });
+  await qwen3.loadSafetensors(shards, { layout: 'neox' });
   const { inUseBytes } = await lib.heapInfo();
   lib.terminate?.();
   const x: Tensor = { data: new Float32Array(16), shape: [1, 2, 8] };
@@ -49,6 +53,8 @@ export async function usage(): Promise<number> {
     await loadMHA({ proxy: 'worker' });
     // @ts-expect-error layouts are named
     await mha.loadSafetensors(shards, { layout: 'llama' });
+    // @ts-expect-error qkNorm types are 'rms' and 'layer'
+    lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, qkNorm: { type: 'l2' } });
     // @ts-expect-error roles are q, k, v, out, qkv
     await mha.loadSafetensors(shards, { names: { query: 'to_q' } });
     void notAwaited;
@@ -56,5 +62,6 @@ export async function usage(): Promise<number> {
     if (!(error instanceof MHAError)) throw error;
   }
   return result.output.data.length + (result.weights?.shape.length ?? 0) + sdpa.shape[0] +
-    build.length + (reason ?? '').length + Number(proxied) + inUseBytes + found.qSize + held;
+    build.length + (reason ?? '').length + Number(proxied) + inUseBytes + found.qSize + held +
+    (normOver ?? '').length;
 }
