@@ -23,6 +23,7 @@
 #include "hwy/targets.h"
 #include "src/kernels/kernels.h"
 #include "bindings/call_frame.h"
+#include "bindings/rotary_from_js.h"
 #include "src/multihead_attention.h"
 
 namespace mha {
@@ -250,13 +251,7 @@ class MultiheadAttentionBinding {
         c.alibi.slopes = emscripten::convertJSArrayToNumberVector<float>(alibi["slopes"]);
       }
     }
-    const val rotary = config["rotary"];
-    if (!rotary.isUndefined()) {
-      c.rotary.enabled = true;
-      c.rotary.dim = Dim(rotary["dim"]);
-      c.rotary.base = rotary["base"].as<double>();
-      c.rotary.interleaved = rotary["interleaved"].as<bool>();
-    }
+    if (!config["rotary"].isUndefined()) c.rotary = RotaryFromJS(config["rotary"]);
     return result.Record(MultiheadAttention::Create(c, &module_));
   }
 

@@ -47,6 +47,7 @@ struct MultiheadAttention::Impl {
   std::vector<float> bias_k, bias_v;
   std::vector<float> sinks;  // num_heads, or empty
   std::vector<float> out_weight, out_bias;
+  RotaryFrequencies rotary;  // the table of config.rotary, when enabled
   std::set<std::string> loaded;
   bool complete = false;  // every parameter loaded (`loaded` only grows): Forward checks once
 

@@ -6,6 +6,7 @@
 // sides to each other over many configurations.
 import { MHAError } from './errors.js';
 import { checkCacheOptions, checkCacheSize } from './kv_cache.js';
+import { checkRotaryRules, rotaryOptions } from './rotary_config.js';
 import {
   checkBoolean, checkOptionalDim, checkOptionsObject, checkPositiveInteger, describe,
 } from './validate.js';
@@ -49,17 +50,6 @@ function alibiOptions(alibi) {
   const options = { symmetric: checkBoolean(o.symmetric, 'alibi.symmetric', false) };
   if (o.slopes !== undefined) options.slopes = o.slopes;
   return options;
-}
-
-// rotary: undefined, or {dim, base, interleaved}.
-function rotaryOptions(rotary) {
-  if (rotary === undefined) return undefined;
-  const o = checkOptionsObject(rotary, 'rotary', ['dim', 'base', 'interleaved']);
-  return {
-    dim: checkOptionalDim(o.dim, 'rotary.dim'),
-    base: checkNumber(o.base ?? 10000, 'rotary.base'),
-    interleaved: checkBoolean(o.interleaved, 'rotary.interleaved', false),
-  };
 }
 
 // The config in the core's names and types (0: the default), every value of
@@ -149,16 +139,7 @@ export function checkConfigRules(c) {
                                !slopes.every((s) => Number.isFinite(s)))) {
     fail(`alibi.slopes: expected num_heads (${c.num_heads}) finite slopes, got ${slopes.length}`);
   }
-  if (c.rotary === undefined) return;
-  const { qkHeadDim } = resolvedDims(c);
-  const dim = c.rotary.dim || qkHeadDim;
-  if (dim % 2 !== 0 || dim > qkHeadDim) {
-    fail(`rotary.dim: expected an even number of features <= qk_head_dim (${qkHeadDim}), ` +
-         `got ${dim}`);
-  }
-  if (!(Number.isFinite(c.rotary.base) && c.rotary.base > 0)) {
-    fail(`rotary.base: expected a positive finite number, received ${describe(c.rotary.base)}`);
-  }
+  if (c.rotary !== undefined) checkRotaryRules(c.rotary, resolvedDims(c).qkHeadDim, fail);
 }
 
 // createMultiheadAttention's config as the core's, or throws what the core would.
