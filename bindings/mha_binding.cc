@@ -23,6 +23,7 @@
 #include "hwy/targets.h"
 #include "src/kernels/kernels.h"
 #include "bindings/call_frame.h"
+#include "bindings/rotary_from_js.h"
 #include "src/multihead_attention.h"
 
 namespace mha {
@@ -268,13 +269,7 @@ class MultiheadAttentionBinding {
       c.qk_norm.eps = norm["eps"].as<float>();
       c.qk_norm.weight_offset = norm["weight_offset"].as<float>();
     }
-    const val rotary = config["rotary"];
-    if (!rotary.isUndefined()) {
-      c.rotary.enabled = true;
-      c.rotary.dim = Dim(rotary["dim"]);
-      c.rotary.base = rotary["base"].as<double>();
-      c.rotary.interleaved = rotary["interleaved"].as<bool>();
-    }
+    if (!config["rotary"].isUndefined()) c.rotary = RotaryFromJS(config["rotary"]);
     return result.Record(MultiheadAttention::Create(c, &module_));
   }
 

@@ -36,7 +36,8 @@
 //   kdim), v_proj_weight (Hkv*v_head_dim, vdim), in_proj_bias (q, k, v),
 //   bias_k (1, 1, Hkv*qk_head_dim), bias_v (1, 1, Hkv*v_head_dim).
 // - rotary: after projection and bias, the first rotary.dim features of every
-//   query and key head turn by position * base^(-2i/dim) for pair i; pairs
+//   query and key head turn by position * inv_freq_i for pair i (base^(-2i/dim)
+//   unless scaled or given; cos and sin times the attention factor); pairs
 //   are (i, i + dim/2) or, interleaved, (2i, 2i+1). Positions start at 0, or
 //   at the cache's length P with a cache, unless options.positions gives
 //   them. bias_k and zero-attention keys are not rotated.
@@ -58,10 +59,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "src/attention/rope_scaling.h"
 #include "src/kv_cache.h"
 #include "src/scaled_dot_product_attention.h"
 #include "src/io/safetensors.h"
@@ -72,12 +75,22 @@
 
 namespace mha {
 
-// Rotary position embedding (RoPE) on queries and keys.
+// Rotary position embedding (RoPE) on queries and keys (DESIGN.md, "The
+// attention of today's models", step 3).
 struct RotaryConfig {
   bool enabled = false;
-  int64_t dim = 0;          // features rotated per head: even, <= qk_head_dim; 0: qk_head_dim
-  double base = 10000.0;    // > 0
+  // Features rotated per head: even, <= qk_head_dim; 0: 2 * inv_freq.size(),
+  // or qk_head_dim without inv_freq.
+  int64_t dim = 0;
+  std::optional<double> base;  // > 0; absent: 10000
   bool interleaved = false; // pairs (2i, 2i+1) (GPT-J); else (i, i + dim/2) (GPT-NeoX, Llama)
+  // Hugging Face's rope_scaling (linear, llama3, yarn); type empty: none.
+  RopeScaling scaling;
+  // The table itself (transformers' inv_freq buffer): dim / 2 entries; not
+  // with base or scaling. Empty: from base and scaling.
+  std::vector<float> inv_freq;
+  // cos and sin times this (> 0; not with scaling); absent: 1, or YaRN's.
+  std::optional<double> attention_factor;
 };
 
 // ALiBi biases (DESIGN.md): score (i, j) gains m_h * (j - p_i), or with

@@ -122,12 +122,42 @@ export interface QkNormConfig {
 export type Window = number | [number, number];
 
 export interface RotaryConfig {
-  /** Features rotated per head: even, <= qkHeadDim. Default qkHeadDim. */
+  /** Features rotated per head: even, <= qkHeadDim. Default 2 * invFreq.length, else qkHeadDim. */
   dim?: number;
-  /** Positive and finite; default 10000. */
+  /** Positive and finite; default 10000. Not with invFreq. */
   base?: number;
   /** true: pairs (2i, 2i+1) (GPT-J); false (default): (i, i + dim/2) (GPT-NeoX, Llama). */
   interleaved?: boolean;
+  /**
+   * Hugging Face's rope_scaling dict as config.json has it (null: none): 'linear', 'llama3' or
+   * 'yarn' (rope_type or type); other kinds (dynamic, longrope) are an MHAError. Not with invFreq.
+   */
+  scaling?: RopeScaling | null;
+  /** The inverse frequencies themselves (transformers' inv_freq buffer): dim / 2 of them. */
+  invFreq?: Float32Array;
+  /** cos and sin times this (positive; not with scaling, whose YaRN has its own). Default 1. */
+  attentionFactor?: number;
+}
+
+/** Hugging Face's rope_scaling (DESIGN.md, "The attention of today's models", step 3). */
+export interface RopeScaling {
+  rope_type?: 'default' | 'linear' | 'llama3' | 'yarn' | string;
+  type?: 'default' | 'linear' | 'llama3' | 'yarn' | string;
+  factor?: number | null;
+  /** llama3 */
+  low_freq_factor?: number | null;
+  high_freq_factor?: number | null;
+  /** llama3 and yarn */
+  original_max_position_embeddings?: number | null;
+  /** yarn: defaults 32 and 1 */
+  beta_fast?: number | null;
+  beta_slow?: number | null;
+  /** yarn: floor/ceil the correction range (default true) */
+  truncate?: boolean | null;
+  /** yarn: the factor on cos and sin; default from mscale / mscale_all_dim, else 0.1 ln(factor) + 1 */
+  attention_factor?: number | null;
+  mscale?: number | null;
+  mscale_all_dim?: number | null;
 }
 
 export type KVCacheDtype = 'float32' | 'float16';

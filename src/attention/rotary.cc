@@ -20,10 +20,9 @@ void RotateRows(const Rotation& rotary, float* x, size_t ld, size_t seq_len, siz
     const double position = positions != nullptr ? static_cast<double>(positions[s])
                                                  : static_cast<double>(first_position + s);
     for (size_t i = 0; i < half; ++i) {
-      const double angle =
-          position * std::pow(rotary.base, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
-      row[i] = static_cast<float>(std::cos(angle));
-      row[half + i] = static_cast<float>(std::sin(angle));
+      const double angle = position * rotary.inv_freq[i];
+      row[i] = static_cast<float>(std::cos(angle) * rotary.attention_factor);
+      row[half + i] = static_cast<float>(std::sin(angle) * rotary.attention_factor);
     }
   }
   for (size_t r = 0; r < seq_len * batch; ++r) {

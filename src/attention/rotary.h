@@ -11,11 +11,13 @@
 namespace mha {
 
 // Which features turn and how fast: the first `dim` (even) of each head, pair
-// i by position * base^(-2i/dim); pairs (2i, 2i+1) when interleaved, else
+// i by position * inv_freq[i] (dim / 2 entries, src/attention/rope_scaling.h),
+// cos and sin times attention_factor; pairs (2i, 2i+1) when interleaved, else
 // (i, i + dim/2). (RotaryConfig, with dim resolved.)
 struct Rotation {
   size_t dim;
-  double base;
+  const double* inv_freq;
+  double attention_factor;
   bool interleaved;
 };
 

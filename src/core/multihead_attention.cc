@@ -7,11 +7,30 @@
 #include <exception>
 #include <new>
 #include <set>
+#include <utility>
 
 #include "src/core/kv_cache_internal.h"
 #include "src/core/multihead_attention_impl.h"
 
 namespace mha {
+
+namespace {
+
+// Fills in rotary.dim and computes the table (RotaryTable's rules).
+Status ResolveRotary(int64_t qk_head_dim, RotaryConfig* r, RotaryFrequencies* table) {
+  if (r->dim == 0) {
+    r->dim = r->inv_freq.empty() ? qk_head_dim : 2 * static_cast<int64_t>(r->inv_freq.size());
+  }
+  if (r->dim < 0 || r->dim % 2 != 0 || r->dim > qk_head_dim) {
+    return Status::InvalidArgument("rotary.dim: expected an even number of features <= "
+                                   "qk_head_dim (" + std::to_string(qk_head_dim) + "), got " +
+                                   std::to_string(r->dim));
+  }
+  return RotaryTable(static_cast<size_t>(r->dim), r->base, r->scaling, r->inv_freq,
+                     r->attention_factor, table);
+}
+
+}  // namespace
 
 Status MultiheadAttention::Create(const MultiheadAttentionConfig& config,
                                   std::unique_ptr<MultiheadAttention>* out) {
@@ -92,21 +111,13 @@ Status MultiheadAttention::Create(const MultiheadAttentionConfig& config,
                                      std::to_string(c.qk_norm.weight_offset));
     }
   }
+  RotaryFrequencies rotary;
   if (c.rotary.enabled) {
-    RotaryConfig& r = resolved.rotary;
-    if (r.dim == 0) r.dim = resolved.qk_head_dim;
-    if (r.dim < 0 || r.dim % 2 != 0 || r.dim > resolved.qk_head_dim) {
-      return Status::InvalidArgument("rotary.dim: expected an even number of features <= "
-                                     "qk_head_dim (" + std::to_string(resolved.qk_head_dim) +
-                                     "), got " + std::to_string(r.dim));
-    }
-    if (!(std::isfinite(r.base) && r.base > 0.0)) {
-      return Status::InvalidArgument("rotary.base: expected a positive finite number, got " +
-                                     std::to_string(r.base));
-    }
+    MHA_RETURN_IF_ERROR(ResolveRotary(resolved.qk_head_dim, &resolved.rotary, &rotary));
   }
   try {
     out->reset(new MultiheadAttention(resolved));
+    (*out)->impl_->rotary = std::move(rotary);
   } catch (const std::exception&) {
     return Status::OutOfMemory("config: not enough memory for the parameters");
   }

@@ -50,6 +50,7 @@ struct MultiheadAttention::Impl {
   // feature of a projected row (qk and kk floats), or empty.
   std::vector<float> q_norm, k_norm, q_norm_bias, k_norm_bias;
   std::vector<float> out_weight, out_bias;
+  RotaryFrequencies rotary;  // the table of config.rotary, when enabled
   std::set<std::string> loaded;
   bool complete = false;  // every parameter loaded (`loaded` only grows): Forward checks once
 

@@ -109,7 +109,8 @@ void MultiheadAttention::Impl::Normalize(const MultiheadAttentionConfig& c,
 void MultiheadAttention::Impl::Rotate(const MultiheadAttentionConfig& c, const ForwardPlan& plan,
                                       const Projections& p, const int32_t* positions) {
   const AttentionPlan& a = plan.attention;
-  const Rotation rotation{static_cast<size_t>(c.rotary.dim), c.rotary.base, c.rotary.interleaved};
+  const Rotation rotation{static_cast<size_t>(c.rotary.dim), rotary.inv_freq.data(),
+                          rotary.attention_factor, c.rotary.interleaved};
   const bool bf = plan.batch_first;
   RotateRows(rotation, p.q, p.q_ld, a.L, a.N, bf, a.H, a.qk_dim, a.P, positions, &rotary_table);
   RotateRows(rotation, p.k, p.k_ld, a.S, a.N, bf, a.Hkv, a.qk_dim, a.P, positions, &rotary_table);

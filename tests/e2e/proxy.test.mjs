@@ -97,7 +97,10 @@ forEachBrowser((ctx) => {
     'gemma2_global_decoding.safetensors', 'sdpa_softcap_scale.safetensors',
     'gpt_oss_window_sinks_decoding.safetensors', 'sdpa_sinks_window.safetensors',
     'alibi_bloom_h6_decoding.safetensors', 'sdpa_alibi_slopes.safetensors',
-    'qwen3_qk_norm_decoding.safetensors', 'cohere_qk_norm_layer_per_head.safetensors'];
+    'qwen3_qk_norm_decoding.safetensors', 'cohere_qk_norm_layer_per_head.safetensors',
+    // scaled rotary: config.json's rope_scaling and a Float32Array table cross to the worker
+    'gpt_oss_yarn_window_sinks_decoding.safetensors', 'llama3_past_original_decoding.safetensors',
+    'inv_freq_attention_factor_decoding.safetensors'];
   for (const fixture of decodingFixtures().filter((f) => DECODING.includes(f.name))) {
     test(`decoding through the proxy: ${fixture.name}`, async () => {
       const results = await page.evaluate((path) => window.proxyTest.decode(path), fixture.path);

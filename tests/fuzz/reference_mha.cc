@@ -80,7 +80,7 @@ void Rotate(const mha::RotaryConfig& r, size_t seq, size_t first, size_t heads, 
     for (size_t h = 0; h < heads; ++h) {
       double* v = x->data() + row * width + h * head_dim;
       for (size_t i = 0; i < half; ++i) {
-        const double angle = position * std::pow(r.base, -2.0 * double(i) / double(dim));
+        const double angle = position * std::pow(r.base.value_or(10000.0), -2.0 * double(i) / double(dim));
         double& a = v[r.interleaved ? 2 * i : i];
         double& b = v[r.interleaved ? 2 * i + 1 : i + half];
         const double a0 = a, b0 = b;

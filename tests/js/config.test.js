@@ -50,12 +50,35 @@ function randomConfig() {
   if (random() < 0.5) {
     config.rotary = {
       dim: maybe([1, 2, 3, 4, 6, 8, 16]),
-      base: pick([10000, 10000, 500000, 1e-300, 5e-324, 1e300, 1e301, 1e308, 0, -1, Infinity, NaN]),
+      base: random() < 0.2 ? undefined
+        : pick([10000, 10000, 500000, 1, 1e-300, 5e-324, 1e300, 1e301, 1e308, 0, -1, Infinity, NaN]),
       interleaved: pick([true, false]),
     };
+    // Scaled, or given outright (refused with base or scaling), and their bad values.
+    if (random() < 0.3) config.rotary.scaling = pick(SCALINGS);
+    if (random() < (config.rotary.base === undefined ? 0.5 : 0.05)) {
+      config.rotary.invFreq = pick(INV_FREQS);
+    }
+    if (random() < 0.1) config.rotary.attentionFactor = pick([1.2, 0.5, 0, NaN]);
   }
   return config;
 }
+
+const yarn = { rope_type: 'yarn', factor: 32, original_max_position_embeddings: 4096 };
+const SCALINGS = [
+  null, { rope_type: 'default' }, { type: 'linear', factor: 4 }, { type: 'linear', factor: 0 },
+  { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4,
+    original_max_position_embeddings: 8192 },
+  { rope_type: 'llama3', factor: 8, low_freq_factor: 4, high_freq_factor: 4,
+    original_max_position_embeddings: 8192 },
+  { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4 },
+  yarn, { ...yarn, truncate: false, beta_fast: 16, attention_factor: 1.1 },
+  { ...yarn, mscale: 1, mscale_all_dim: 0.7 }, { ...yarn, mscale: -100, mscale_all_dim: 1 },
+  { ...yarn, mscale: Infinity }, { ...yarn, beta_slow: -1 }, { ...yarn, factor: undefined },
+  { ...yarn, attention_factor: NaN }, { type: 'dynamic', factor: 2 },
+];
+const INV_FREQS = [new Float32Array([1, 0.5]), new Float32Array([1]),
+  new Float32Array([0.5, NaN]), new Float32Array([1, 0.1, 0.01, 0.001])];
 
 function randomCacheOptions() {
   const dim = () => pick([1, 2, 3, 8, 2 ** 20, 2 ** 31, 2 ** 41, 2 ** 53 - 1]);

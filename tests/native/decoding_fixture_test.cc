@@ -10,6 +10,7 @@
 // split happened).
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,43 @@ float Number(const mha::json::Value& v, const char* key) {
 bool Bool(const mha::json::Value& v, const char* key) {
   const mha::json::Value* x = v.Find(key);
   return x != nullptr && x->boolean;
+}
+
+// A number the config may omit (nullopt then).
+std::optional<double> Optional(const mha::json::Value& v, const char* key) {
+  const mha::json::Value* x = v.Find(key);
+  if (x == nullptr) return std::nullopt;
+  return x->number;
+}
+
+// rotary: {"dim", "base", "interleaved"}, with "scaling" (config.json's
+// rope_scaling) or "inv_freq" and "attention_factor" (model fixtures).
+mha::RotaryConfig RotaryFrom(const mha::json::Value& v) {
+  mha::RotaryConfig r;
+  r.enabled = true;
+  r.dim = Int(v, "dim");
+  r.base = Optional(v, "base");
+  r.interleaved = Bool(v, "interleaved");
+  r.attention_factor = Optional(v, "attention_factor");
+  if (const mha::json::Value* table = v.Find("inv_freq")) {
+    for (const mha::json::Value& f : table->array) r.inv_freq.push_back(f.number);
+  }
+  const mha::json::Value* s = v.Find("scaling");
+  if (s == nullptr) return r;
+  mha::RopeScaling& scaling = r.scaling;
+  const mha::json::Value* type = s->Find("rope_type");
+  scaling.type = (type != nullptr ? type : s->Find("type"))->string;
+  scaling.factor = Optional(*s, "factor");
+  scaling.low_freq_factor = Optional(*s, "low_freq_factor");
+  scaling.high_freq_factor = Optional(*s, "high_freq_factor");
+  scaling.original_max_position_embeddings = Optional(*s, "original_max_position_embeddings");
+  scaling.beta_fast = Optional(*s, "beta_fast");
+  scaling.beta_slow = Optional(*s, "beta_slow");
+  scaling.attention_factor = Optional(*s, "attention_factor");
+  scaling.mscale = Optional(*s, "mscale");
+  scaling.mscale_all_dim = Optional(*s, "mscale_all_dim");
+  if (const mha::json::Value* truncate = s->Find("truncate")) scaling.truncate = truncate->boolean;
+  return r;
 }
 
 mha::Status ReadDecodeConfig(const Fixture& f, DecodeConfig* out) {
@@ -106,12 +144,7 @@ mha::Status ReadDecodeConfig(const Fixture& f, DecodeConfig* out) {
     m.window.left = window->integer - 1;
   }
   const mha::json::Value* rotary = v.Find("rotary");
-  if (rotary->type == mha::json::Type::kObject) {
-    m.rotary.enabled = true;
-    m.rotary.dim = Int(*rotary, "dim");
-    m.rotary.base = rotary->Find("base")->number;
-    m.rotary.interleaved = Bool(*rotary, "interleaved");
-  }
+  if (rotary->type == mha::json::Type::kObject) m.rotary = RotaryFrom(*rotary);
   c.batch_size = Int(v, "batch_size");
   c.max_length = Int(v, "max_length");
   c.dtype = v.Find("dtype")->string == "float16" ? mha::KVCacheDtype::kFloat16

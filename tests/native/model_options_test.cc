@@ -1,10 +1,12 @@
 // The score options of today's models (DESIGN.md, "The attention of today's
 // models"): the errors their checks give, on the module and the functional
 // form. Their results are the model fixtures' (decoding_fixture_test.cc).
+#include <cmath>
 #include <limits>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -139,6 +141,109 @@ TEST(ModelOptionErrors, Alibi) {
   // The ALiBi paper's slopes: 2^-8(h+1)/p for p = 2^floor(log2 H), then 2^-4(2k+1)/p.
   EXPECT_EQ(m->config().alibi.slopes, (std::vector<float>{0.0625f, 0.00390625f}));
   EXPECT_EQ(mha::AlibiSlopes(3), (std::vector<float>{0.0625f, 0.00390625f, 0.25f}));
+}
+
+// A module of 2 heads of 4 features with rotary options `r` (enabled).
+mha::Status CreateWithRotary(mha::RotaryConfig r) {
+  std::unique_ptr<mha::MultiheadAttention> m;
+  mha::MultiheadAttentionConfig c = SmallConfig();
+  c.rotary = std::move(r);
+  c.rotary.enabled = true;
+  return mha::MultiheadAttention::Create(c, &m);
+}
+
+mha::RopeScaling Yarn() {
+  mha::RopeScaling s;
+  s.type = "yarn";
+  s.factor = 32.0;
+  s.original_max_position_embeddings = 4096.0;
+  return s;
+}
+
+TEST(ModelOptionErrors, RotaryScaling) {
+  mha::RotaryConfig r;
+  r.scaling.type = "dynamic";
+  ExpectError(CreateWithRotary(r), {"rotary.scaling: rope_type 'dynamic' is not supported"});
+  r.scaling = Yarn();
+  ASSERT_TRUE(CreateWithRotary(r).ok());
+  r.scaling.factor.reset();
+  ExpectError(CreateWithRotary(r), {"rotary.scaling.factor: required by rope_type 'yarn'"});
+  r.scaling = Yarn();
+  r.scaling.beta_fast = kNaN;
+  ExpectError(CreateWithRotary(r), {"rotary.scaling.beta_fast: expected a positive finite"});
+  r.scaling = Yarn();
+  r.scaling.mscale_all_dim = kInf;
+  ExpectError(CreateWithRotary(r), {"rotary.scaling.mscale_all_dim: expected a finite number"});
+  r.scaling = Yarn();
+  r.base = 1.0;
+  ExpectError(CreateWithRotary(r), {"rotary.base: YaRN needs a base other than 1"});
+  r.base.reset();
+  r.attention_factor = 1.5;
+  ExpectError(CreateWithRotary(r), {"rotary.attention_factor: cannot be combined with "
+                                    "rotary.scaling"});
+  r = mha::RotaryConfig();
+  r.scaling.type = "llama3";
+  r.scaling.factor = 8.0;
+  r.scaling.low_freq_factor = 4.0;
+  r.scaling.high_freq_factor = 1.0;
+  r.scaling.original_max_position_embeddings = 8192.0;
+  ExpectError(CreateWithRotary(r), {"rotary.scaling.high_freq_factor: expected a number above "
+                                    "low_freq_factor, got 1"});
+  r.scaling.type = "linear";
+  r.scaling.factor = -2.0;
+  ExpectError(CreateWithRotary(r), {"rotary.scaling.factor: expected a positive finite"});
+  r = mha::RotaryConfig();
+  r.inv_freq = {1.0f, 0.5f};
+  r.attention_factor = 1.2;
+  ASSERT_TRUE(CreateWithRotary(r).ok());
+  r.base = 10000.0;
+  ExpectError(CreateWithRotary(r), {"rotary.inv_freq: cannot be combined with rotary.base"});
+  r.base.reset();
+  r.scaling.type = "default";
+  ExpectError(CreateWithRotary(r), {"rotary.inv_freq: cannot be combined with rotary.scaling"});
+  r.scaling.type.clear();
+  r.dim = 4;
+  r.inv_freq = {1.0f};
+  ExpectError(CreateWithRotary(r), {"rotary.inv_freq: expected dim / 2 (2) finite entries, got 1"});
+  r.inv_freq = {1.0f, kInf};
+  ExpectError(CreateWithRotary(r), {"rotary.inv_freq: expected dim / 2 (2) finite entries"});
+  r.inv_freq = {1.0f, 0.5f, 0.25f};  // dim 6 from the table: above qk_head_dim
+  r.dim = 0;
+  ExpectError(CreateWithRotary(r), {"rotary.dim", "qk_head_dim (4), got 6"});
+  r.inv_freq.clear();
+  r.attention_factor = 0.0;
+  ExpectError(CreateWithRotary(r), {"rotary.attention_factor: expected a positive finite"});
+}
+
+// The tables themselves: Llama 3.1's bands and gpt-oss's YaRN (DESIGN.md, step 3).
+TEST(RotaryTable, Llama3BandsAndYarn) {
+  mha::RopeScaling llama;
+  llama.type = "llama3";
+  llama.factor = 8.0;
+  llama.low_freq_factor = 1.0;
+  llama.high_freq_factor = 4.0;
+  llama.original_max_position_embeddings = 8192.0;
+  mha::RotaryFrequencies t, plain;
+  ASSERT_TRUE(mha::RotaryTable(128, 500000.0, llama, {}, std::nullopt, &t).ok());
+  ASSERT_TRUE(mha::RotaryTable(128, 500000.0, {}, {}, std::nullopt, &plain).ok());
+  int kept = 0, slowed = 0, blended = 0;
+  for (size_t i = 0; i < 64; ++i) {
+    const double wavelength = 2 * 3.14159265358979323846 / plain.inv_freq[i];
+    if (wavelength < 2048) kept += t.inv_freq[i] == plain.inv_freq[i];
+    if (wavelength > 8192) slowed += t.inv_freq[i] == plain.inv_freq[i] / 8;
+    if (wavelength >= 2048 && wavelength <= 8192) {
+      blended += t.inv_freq[i] < plain.inv_freq[i] && t.inv_freq[i] > plain.inv_freq[i] / 8;
+    }
+  }
+  EXPECT_EQ(kept + slowed + blended, 64);
+  EXPECT_GT(blended, 0);
+  mha::RopeScaling yarn = Yarn();  // gpt-oss: base 150000, truncate false
+  yarn.truncate = false;
+  ASSERT_TRUE(mha::RotaryTable(64, 150000.0, yarn, {}, std::nullopt, &t).ok());
+  ASSERT_TRUE(mha::RotaryTable(64, 150000.0, {}, {}, std::nullopt, &plain).ok());
+  EXPECT_DOUBLE_EQ(t.attention_factor, 0.1 * std::log(32.0) + 1.0);
+  EXPECT_DOUBLE_EQ(t.inv_freq[0], plain.inv_freq[0]);
+  EXPECT_DOUBLE_EQ(t.inv_freq[31], plain.inv_freq[31] / 32);
 }
 
 TEST(ModelOptionErrors, SoftcapOnTheFunctionalForm) {

@@ -6,21 +6,15 @@
 // sides to each other over many configurations.
 import { MHAError } from './errors.js';
 import { checkCacheOptions, checkCacheSize } from './kv_cache.js';
+import { checkRotaryRules, rotaryOptions } from './rotary_config.js';
 import {
-  checkBoolean, checkOptionalDim, checkOptionsObject, checkPositiveInteger, describe,
+  checkBoolean, checkNumber, checkOptionalDim, checkOptionsObject, checkPositiveInteger, describe,
 } from './validate.js';
 
 const CONFIG_KEYS = ['embedDim', 'numHeads', 'bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim',
   'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout', 'numKVHeads', 'rotary', 'scale', 'softcap',
   'window', 'sinks', 'alibi', 'qkNorm'];
 const MAX_DIM = 2 ** 24;
-
-function checkNumber(value, name) {
-  if (typeof value !== 'number') {
-    throw new MHAError(`${name}: expected a number, received ${describe(value)}`);
-  }
-  return value;
-}
 
 const isWindowSide = (x) => Number.isSafeInteger(x) && x >= 0 && x < 2 ** 31;
 
@@ -70,17 +64,6 @@ function qkNormOptions(qkNorm) {
     over: checkChoice(o.over, 'qkNorm.over', ['head', 'all']),
     eps: checkNumber(o.eps ?? 1e-6, 'qkNorm.eps'),
     weight_offset: checkNumber(o.weightOffset ?? 0, 'qkNorm.weightOffset'),
-  };
-}
-
-// rotary: undefined, or {dim, base, interleaved}.
-function rotaryOptions(rotary) {
-  if (rotary === undefined) return undefined;
-  const o = checkOptionsObject(rotary, 'rotary', ['dim', 'base', 'interleaved']);
-  return {
-    dim: checkOptionalDim(o.dim, 'rotary.dim'),
-    base: checkNumber(o.base ?? 10000, 'rotary.base'),
-    interleaved: checkBoolean(o.interleaved, 'rotary.interleaved', false),
   };
 }
 
@@ -181,16 +164,7 @@ export function checkConfigRules(c) {
     fail(`qk_norm.weight_offset: expected a finite number, received ${
       describe(c.qk_norm.weight_offset)}`);
   }
-  if (c.rotary === undefined) return;
-  const { qkHeadDim } = resolvedDims(c);
-  const dim = c.rotary.dim || qkHeadDim;
-  if (dim % 2 !== 0 || dim > qkHeadDim) {
-    fail(`rotary.dim: expected an even number of features <= qk_head_dim (${qkHeadDim}), ` +
-         `got ${dim}`);
-  }
-  if (!(Number.isFinite(c.rotary.base) && c.rotary.base > 0)) {
-    fail(`rotary.base: expected a positive finite number, received ${describe(c.rotary.base)}`);
-  }
+  if (c.rotary !== undefined) checkRotaryRules(c.rotary, resolvedDims(c).qkHeadDim, fail);
 }
 
 // createMultiheadAttention's config as the core's, or throws what the core would.

@@ -40,6 +40,13 @@ export function checkOptionalDim(value, name) {
   return value === undefined ? 0 : checkPositiveInteger(value, name);
 }
 
+export function checkNumber(value, name) {
+  if (typeof value !== 'number') {
+    throw new MHAError(`${name}: expected a number, received ${describe(value)}`);
+  }
+  return value;
+}
+
 export function checkBoolean(value, name, fallback) {
   if (value === undefined) return fallback;
   if (typeof value !== 'boolean') {

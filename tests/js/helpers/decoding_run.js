@@ -25,12 +25,18 @@ function scoreOptions(c, fixture) {
   return options;
 }
 
+// The fixture's rotary dict as the JS option: inv_freq as a Float32Array.
+function rotaryOption({ inv_freq: invFreq, attention_factor: attentionFactor, ...rest }) {
+  return { ...rest, ...(invFreq && { invFreq: Float32Array.from(invFreq) }),
+    ...(attentionFactor !== undefined && { attentionFactor }) };
+}
+
 async function makeCache(lib, fixture) {
   const c = fixture.config;
   if (c.mode !== 'sdpa') {
     const config = { ...moduleConfig(c), numKVHeads: c.num_kv_heads || undefined,
       ...scoreOptions(c) };
-    if (c.rotary) config.rotary = c.rotary;
+    if (c.rotary) config.rotary = rotaryOption(c.rotary);
     const mha = lib.createMultiheadAttention(config);
     await mha.loadSafetensors(fixture.bytes, { prefix: 'param.' });
     return { mha, cache: mha.createKVCache({ batchSize: c.batch_size, maxLength: c.max_length,

@@ -27,6 +27,11 @@ export async function usage(): Promise<number> {
   const sdpa: Tensor = await lib.scaledDotProductAttention(x, x, x, { scale: 0.5 });
   const gqa = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, numKVHeads: 1,
     rotary: { dim: 4, base: 10000, interleaved: false } });
+  const ropeScaling = { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4,
+    original_max_position_embeddings: 8192 };
+  lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, rotary: { base: 5e5, scaling: ropeScaling } });
+  lib.createMultiheadAttention({ embedDim: 8, numHeads: 2,
+    rotary: { invFreq: new Float32Array(2), attentionFactor: 1.2 } });
   const cache: KVCache = gqa.createKVCache({ batchSize: 1, maxLength: 16, dtype: 'float16' });
   await gqa.forward(x, null, null, { cache, isCausal: true });
   const held: number = cache.length + cache.maxLength + cache.batchSize;
