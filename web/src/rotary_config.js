@@ -4,7 +4,9 @@
 // ResolveRotary and RotaryTable, src/core/multihead_attention.cc and
 // src/attention/rope_scaling.cc).
 import { MHAError } from './errors.js';
-import { checkBoolean, checkNumber, checkOptionalDim, checkOptionsObject, describe } from './validate.js';
+import {
+  checkBoolean, checkNumber, checkOptionalDim, checkOptionsObject, describe,
+} from './validate.js';
 
 // Hugging Face's rope_scaling keys, as config.json has them.
 const SCALING_NUMBERS = ['factor', 'low_freq_factor', 'high_freq_factor',
