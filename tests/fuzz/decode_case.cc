@@ -41,6 +41,8 @@ mha::MultiheadAttentionConfig FuzzConfig(FuzzInput& in) {
     c.rotary.interleaved = in.Bool();
   }
   FuzzQkNorm(in, &c.qk_norm);
+  // A left window (a rolling cache needs one).
+  if (in.Int(0, 3) == 0) c.window.left = in.Int(0, 4);
   return c;
 }
 
@@ -76,12 +78,17 @@ std::string DecodeCase(FuzzInput& in, mha::ThreadPool* pool) {
   const int64_t N = batched ? in.Int(1, 2) : 1, E = c.embed_dim;
   const int64_t max_length = in.Int(1, 12);
   const bool half = in.Int(0, 2) == 0;
+  const int64_t left = c.window.left;
+  const bool rolling = left >= 0 && in.Bool();
   std::unique_ptr<mha::KVCache> cache;
   const mha::Status made = module->CreateKVCache(
-      N, max_length, half ? mha::KVCacheDtype::kFloat16 : mha::KVCacheDtype::kFloat32, &cache);
+      N, max_length, half ? mha::KVCacheDtype::kFloat16 : mha::KVCacheDtype::kFloat32, rolling,
+      &cache);
   if (!made.ok()) return "decode: CreateKVCache: " + made.message();
 
-  std::vector<float> history;  // (T, N, E): the tokens the cache holds
+  std::vector<float> history;     // (T, N, E): the tokens the cache holds
+  std::vector<int32_t> rotated;   // (T, N): their rotary positions
+  int64_t held = 0;               // a rolling cache's keys in memory, as the contract says
   for (int call = 0, calls = in.Int(1, 6); call < calls; ++call) {
     const int64_t P = cache->length();
     const int op = in.Int(0, 7);
@@ -100,17 +107,30 @@ std::string DecodeCase(FuzzInput& in, mha::ThreadPool* pool) {
       }
       if (!valid) continue;
       const std::vector<float> old = history;
+      const std::vector<int32_t> old_positions = rotated;
       for (int64_t t = 0; t < P; ++t) {
         for (int64_t n = 0; n < N; ++n) {
           std::copy_n(old.begin() + (t * N + from[n]) * E, E, history.begin() + (t * N + n) * E);
+          rotated[t * N + n] = old_positions[t * N + from[n]];
         }
       }
       continue;
     }
     if (op == 0) {
+      // A rolling cache keeps the keys keep - left .. keep - 1 the next query sees, or fails.
       const int64_t keep = in.Int(0, static_cast<int>(P));
-      if (!cache->Truncate(keep).ok() || cache->length() != keep) return "decode: truncate failed";
+      const int64_t needed = rolling ? std::max<int64_t>(0, keep - left) : keep;
+      const bool valid = needed >= keep || needed >= P - held;
+      const mha::Status truncated = cache->Truncate(keep);
+      if (truncated.ok() != valid || cache->length() != (valid ? keep : P)) {
+        return "decode: truncate " + std::to_string(keep) + " of " + std::to_string(P) +
+               (rolling ? " (rolling, held " + std::to_string(held) + ")" : "") + ": " +
+               (truncated.ok() ? "ok" : truncated.message());
+      }
+      if (!valid) continue;
+      held = std::max<int64_t>(0, held - (P - keep));
       history.resize(keep * N * E);
+      rotated.resize(keep * N);
       continue;
     }
     const bool attend_only = op == 1 && P > 0;
@@ -121,6 +141,13 @@ std::string DecodeCase(FuzzInput& in, mha::ThreadPool* pool) {
     const mha::TensorView x = FuzzTensor(in, shape, false, &tokens);
     mha::ForwardOptions o;
     o.cache = cache.get();
+    // Per-row rotary positions (self-attention steps), any in [0, 40).
+    std::vector<int32_t> positions;
+    if (c.rotary.enabled && !attend_only && in.Int(0, 2) == 0) {
+      for (int64_t i = 0; i < N * L; ++i) positions.push_back(in.Int(0, 39));
+      o.positions = positions.data();
+      o.num_positions = positions.size();
+    }
     o.is_causal = in.Int(0, 3) != 0;
     o.need_weights = in.Int(0, 3) == 0;
     o.average_attn_weights = in.Bool();
@@ -141,23 +168,36 @@ std::string DecodeCase(FuzzInput& in, mha::ThreadPool* pool) {
                           : "off") +
         (half ? ", float16" : "") + (o.is_causal ? ", causal" : "") +
         (o.key_padding_mask.present() ? ", kpm" : "") + (o.attn_mask.present() ? ", attn_mask" : "") +
-        (o.need_weights ? ", weights" : "") + ")";
-    if (T > max_length) {
+        (o.need_weights ? ", weights" : "") + (positions.empty() ? "" : ", positions") +
+        (rolling ? ", rolling, left " + std::to_string(left) + ", max_length " +
+                       std::to_string(max_length)
+                 : "") + ")";
+    if (rolling ? max_length < left + S : T > max_length) {
       if (status.ok() || cache->length() != P) return what + ": appended past max_length";
       continue;
     }
     if (!status.ok()) return what + ": " + status.message();
     if (cache->length() != T) return what + ": cache length " + std::to_string(cache->length());
-    // The new tokens join the history (seq-first) when appended.
+    if (rolling && cache->held() != std::min(held + S, max_length)) {
+      return what + ": held " + std::to_string(cache->held());
+    }
+    held = std::min(held + S, max_length);
+    // The new tokens join the history (seq-first) when appended, with their positions.
     for (int64_t t = 0; t < S; ++t) {
       for (int64_t n = 0; n < N; ++n) {
         const int64_t src = bf ? n * L + t : t * N + n;
         history.insert(history.end(), tokens.begin() + src * E, tokens.begin() + (src + 1) * E);
+        rotated.push_back(positions.empty() ? static_cast<int32_t>(P + t) : positions[n * L + t]);
       }
     }
     const mha::TensorView keys = Rows(history, 0, T, N, E, batched, bf, &key_rows);
+    std::vector<int32_t> key_positions(static_cast<size_t>(N * T));  // batch-major
+    for (int64_t t = 0; t < T; ++t) {
+      for (int64_t n = 0; n < N; ++n) key_positions[n * T + t] = rotated[t * N + n];
+    }
     mha::ForwardResult expected;
-    ReferenceMha(c, params, x, keys, keys, o, &expected, static_cast<size_t>(P), half);
+    ReferenceMha(c, params, x, keys, keys, o, &expected, static_cast<size_t>(P), half,
+                 key_positions.data());
     const double slack = half ? kFloat16Slack : 1.0;
     std::string diff = Compare(result.output, expected.output, what + ": output", slack);
     if (diff.empty()) diff = Compare(result.weights, expected.weights, what + ": weights", slack);

@@ -70,13 +70,14 @@ std::vector<double> Gather(const mha::TensorView& t, size_t seq, size_t n_batch,
 }
 
 // Turns the first rotary.dim features of each `heads`-head row of x (rows
-// n * seq + t at position first + t) by position * base^(-2i/dim).
-void Rotate(const mha::RotaryConfig& r, size_t seq, size_t first, size_t heads, size_t head_dim,
-            std::vector<double>* x) {
+// n * seq + t at position first + t, or positions[n * seq + t] when given)
+// by position * base^(-2i/dim).
+void Rotate(const mha::RotaryConfig& r, size_t seq, size_t first, const int32_t* positions,
+            size_t heads, size_t head_dim, std::vector<double>* x) {
   if (!r.enabled) return;
   const size_t dim = r.dim, half = dim / 2, width = heads * head_dim;
   for (size_t row = 0; row < x->size() / width; ++row) {
-    const double position = double(first + row % seq);
+    const double position = positions != nullptr ? double(positions[row]) : double(first + row % seq);
     for (size_t h = 0; h < heads; ++h) {
       double* v = x->data() + row * width + h * head_dim;
       for (size_t i = 0; i < half; ++i) {
@@ -138,7 +139,8 @@ void ReferenceMha(const mha::MultiheadAttentionConfig& c,
                   const std::map<std::string, std::vector<float>>& p,
                   const mha::TensorView& query, const mha::TensorView& key,
                   const mha::TensorView& value, const mha::ForwardOptions& o,
-                  mha::ForwardResult* result, size_t first_query, bool half_keys) {
+                  mha::ForwardResult* result, size_t first_query, bool half_keys,
+                  const int32_t* key_positions) {
   const bool batched = query.shape.size() == 3;
   const bool bf = batched && c.batch_first;
   const size_t L = query.shape[bf ? 1 : 0], S = key.shape[bf ? 1 : 0];
@@ -171,8 +173,8 @@ void ReferenceMha(const mha::MultiheadAttentionConfig& c,
     Normalize(c.qk_norm, H, dq, p.at("q_norm.weight"), bias("q_norm.bias"), &q);
     Normalize(c.qk_norm, Hkv, dq, p.at("k_norm.weight"), bias("k_norm.bias"), &k);
   }
-  Rotate(c.rotary, L, first_query, H, dq, &q);
-  Rotate(c.rotary, S, 0, Hkv, dq, &k);
+  Rotate(c.rotary, L, first_query, o.positions, H, dq, &q);
+  Rotate(c.rotary, S, 0, key_positions, Hkv, dq, &k);
   if (half_keys) {
     for (double& x : k) x = RoundToHalf(x);
     for (double& x : v) x = RoundToHalf(x);
