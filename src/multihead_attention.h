@@ -91,6 +91,15 @@ struct AlibiConfig {
 // The ALiBi paper's slopes for num_heads heads (BLOOM's build_alibi_tensor).
 std::vector<float> AlibiSlopes(int64_t num_heads);
 
+// How the projection weights are kept (DESIGN.md, "Precision: weights and
+// caches in fewer bytes"). kAuto keeps each projection in its checkpoint's
+// precision: float16 or bfloat16 when every tensor of it is stored so (a
+// .safetensors F16 or BF16), else float32 (a state_dict of floats). 16-bit
+// weights are converted in registers: results are bit-identical to widening
+// them at load. kInt8 quantizes at load, symmetric with one float32 scale per
+// output channel (max |w| / 127): approximate, see README "Precision".
+enum class WeightsDtype { kAuto, kFloat32, kFloat16, kBFloat16, kInt8 };
+
 struct MultiheadAttentionConfig {
   int64_t embed_dim = 0;   // required, > 0
   int64_t num_heads = 0;   // required, > 0
@@ -117,6 +126,7 @@ struct MultiheadAttentionConfig {
   bool sinks = false;
   // Not with add_bias_kv or add_zero_attn (their keys have no position).
   AlibiConfig alibi;
+  WeightsDtype weights_dtype = WeightsDtype::kAuto;
 };
 
 struct ForwardOptions {
@@ -204,6 +214,10 @@ class MultiheadAttention {
                  const ForwardOptions& options, ForwardResult* result,
                  ThreadPool* pool = nullptr);
 
+  // Bytes the weights take in their dtype (packed, with biases and int8
+  // scales); 0 before anything is loaded.
+  size_t memory() const;
+
   ~MultiheadAttention();
 
  private:
@@ -211,8 +225,11 @@ class MultiheadAttention {
   struct Impl;
   struct Recipes;
   Status Plan(const ShapeMap& tensors, const WeightOptions& options, Recipes* out) const;
+  // `stored`: the dtype each source tensor has in its file (none: float32),
+  // for WeightsDtype::kAuto.
   Status LoadPlanned(const Recipes& recipes, const ShapeMap& shapes,
-                     const std::map<std::string, const float*>& sources);
+                     const std::map<std::string, const float*>& sources,
+                     const std::map<std::string, DType>& stored);
   MultiheadAttentionConfig config_;
   std::unique_ptr<Impl> impl_;
 };

@@ -93,6 +93,7 @@ mha::MultiheadAttentionConfig LayoutFixture::ModuleConfig() const {
     c.rotary.interleaved = Bool(*rotary, "interleaved");
   }
   c.batch_first = Bool(m, "batch_first");
+  c.weights_dtype = CurrentPrecision().weights;
   return c;
 }
 
