@@ -123,6 +123,15 @@ struct QkNormConfig {
 // The ALiBi paper's slopes for num_heads heads (BLOOM's build_alibi_tensor).
 std::vector<float> AlibiSlopes(int64_t num_heads);
 
+// How the projection weights are kept (DESIGN.md, "Precision: weights and
+// caches in fewer bytes"). kAuto keeps each projection in its checkpoint's
+// precision: float16 or bfloat16 when every tensor of it is stored so (a
+// .safetensors F16 or BF16), else float32 (a state_dict of floats). 16-bit
+// weights are converted in registers: results are bit-identical to widening
+// them at load. kInt8 quantizes at load, symmetric with one float32 scale per
+// output channel (max |w| / 127): approximate, see README "Precision".
+enum class WeightsDtype { kAuto, kFloat32, kFloat16, kBFloat16, kInt8 };
+
 struct MultiheadAttentionConfig {
   int64_t embed_dim = 0;   // required, > 0
   int64_t num_heads = 0;   // required, > 0
@@ -150,6 +159,7 @@ struct MultiheadAttentionConfig {
   // Not with add_bias_kv or add_zero_attn (their keys have no position).
   AlibiConfig alibi;
   QkNormConfig qk_norm;  // off unless qk_norm.enabled
+  WeightsDtype weights_dtype = WeightsDtype::kAuto;
 };
 
 struct ForwardOptions {
@@ -250,6 +260,10 @@ class MultiheadAttention {
                  const ForwardOptions& options, ForwardResult* result,
                  ThreadPool* pool = nullptr);
 
+  // Bytes the weights take in their dtype (packed, with biases and int8
+  // scales); 0 before anything is loaded.
+  size_t memory() const;
+
   ~MultiheadAttention();
 
  private:
@@ -258,8 +272,11 @@ class MultiheadAttention {
   struct Recipes;
   Status Plan(const ShapeMap& tensors, const WeightOptions& options, Recipes* out) const;
   void LoadNormParameter(const std::string& name, const float* data, int64_t size);
+  // `stored`: the dtype each source tensor has in its file (none: float32),
+  // for WeightsDtype::kAuto.
   Status LoadPlanned(const Recipes& recipes, const ShapeMap& shapes,
-                     const std::map<std::string, const float*>& sources);
+                     const std::map<std::string, const float*>& sources,
+                     const std::map<std::string, DType>& stored);
   MultiheadAttentionConfig config_;
   std::unique_ptr<Impl> impl_;
 };

@@ -76,16 +76,19 @@ int main(int argc, char** argv) {
   for (float& x : a) x = dist(rng);
   for (float& x : b) x = dist(rng);
   for (float& x : bias) x = dist(rng);
-  std::vector<float> packed(k::PackedBSize(kN, kK));
-  k::PackB(b.data(), kK, bias.data(), kN, kK, packed.data());
+  const k::PanelLayout layout = k::GemmLayout(k::WeightType::kFloat32, kK);
+  std::vector<float> packed_floats(layout.Bytes(kN) / sizeof(float));
+  uint8_t* packed = reinterpret_cast<uint8_t*>(packed_floats.data());
+  k::PackRows(layout, b.data(), kK, 0, kN, packed);
+  k::PackBias(layout, bias.data(), 0, kN, packed);
   const size_t col_step = k::GemmPanelWidth() * kPanelsPerBlock;
   const size_t chosen = k::GemmTileRows();
   auto gemm = [&](size_t tile_rows) {
     k::SetGemmTileRows(tile_rows);
     for (size_t r0 = 0; r0 < rows; r0 += kRowBlock) {
       for (size_t c0 = 0; c0 < kN; c0 += col_step) {
-        k::GemmTile(a.data(), kK, packed.data(), kN, kK, c.data(), kN, r0,
-                    std::min(r0 + kRowBlock, rows), c0, std::min(c0 + col_step, kN));
+        k::GemmTile(a.data(), kK, packed, layout, kN, c.data(), kN, r0,
+                    std::min(r0 + kRowBlock, rows), c0, std::min(c0 + col_step, kN), nullptr);
       }
     }
   };

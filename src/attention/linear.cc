@@ -1,6 +1,8 @@
 #include "src/attention/linear.h"
 
 #include <algorithm>
+#include <cstring>
+#include <utility>
 
 #include "src/kernels/kernels.h"
 
@@ -15,24 +17,50 @@ constexpr size_t kPanelsPerBlock = 8;
 
 }  // namespace
 
-void PackedLinear::Reset(const float* weight, const float* bias, size_t out, size_t in) {
-  weight_ = weight;
-  bias_ = bias;
+void PackedLinear::Reset(kernels::WeightType type, size_t out, size_t in) {
   out_ = out;
   in_ = in;
-  panel_width_ = 0;
+  layout_ = {type, 0, in};
+  bytes_ = 0;
+  packed_ = AlignedBuffer();
 }
 
 size_t PackedLinear::ColumnAlignment() const { return kernels::GemmPanelWidth(); }
 
-const float* PackedLinear::Packed() {
-  const size_t width = kernels::GemmPanelWidth();
-  if (panel_width_ != width) {
-    float* packed = packed_.Get(kernels::PackedBSize(out_, in_));
-    kernels::PackB(weight_, in_, bias_, out_, in_, packed);
-    panel_width_ = width;
+void PackedLinear::Reserve() { Packed(); }
+
+const uint8_t* PackedLinear::Packed() {
+  const kernels::PanelLayout layout = kernels::GemmLayout(layout_.type, in_);
+  if (layout.width != layout_.width) {
+    const size_t bytes = layout.Bytes(out_);
+    AlignedBuffer packed;
+    uint8_t* dst = reinterpret_cast<uint8_t*>(packed.Get((bytes + 3) / 4));
+    std::memset(dst, 0, bytes);
+    if (layout_.width != 0) {
+      kernels::CopyColumns(layout_, reinterpret_cast<uint8_t*>(packed_.Get(0)), 0, layout, dst, 0,
+                           out_);
+    }
+    packed_ = std::move(packed);
+    layout_ = layout;
+    bytes_ = bytes;
   }
-  return packed_.Get(0);
+  return reinterpret_cast<const uint8_t*>(packed_.Get(0));
+}
+
+void PackedLinear::SetRows(size_t row0, const float* w, size_t rows) {
+  uint8_t* packed = const_cast<uint8_t*>(Packed());
+  kernels::PackRows(layout_, w, in_, row0, rows, packed);
+}
+
+void PackedLinear::SetBias(size_t row0, const float* bias, size_t count) {
+  uint8_t* packed = const_cast<uint8_t*>(Packed());
+  kernels::PackBias(layout_, bias, row0, count, packed);
+}
+
+void PackedLinear::CopyRows(PackedLinear& src, size_t src_row0) {
+  const uint8_t* from = src.Packed();
+  uint8_t* to = const_cast<uint8_t*>(Packed());
+  kernels::CopyColumns(src.layout_, from, src_row0, layout_, to, 0, out_);
 }
 
 void PackedLinear::Apply(const float* x, size_t ldx, size_t rows, float* y, size_t ldy,
@@ -61,17 +89,25 @@ void PackedLinear::AddTasks(const Block& b) {
 }
 
 void PackedLinear::RunTasks(const float* x, size_t ldx, float* y, size_t ldy, ThreadPool* pool) {
-  const float* packed = Packed();
+  const uint8_t* packed = Packed();
   double work = 0.0;
   for (const Block& b : tasks_) {
     work += static_cast<double>(b.row_end - b.row_begin) * (b.col_end - b.col_begin) * in_;
   }
   pool = SharedPool(pool, work);
-  auto task = [&](size_t begin, size_t end, size_t) {
+  // Tasks of more than two rows widen each panel of 16-bit or int8 weights
+  // once for their register tiles: into this call's slice per thread.
+  size_t wide_size = 0;
+  for (const Block& b : tasks_) {
+    if (b.row_end - b.row_begin > 2) wide_size = kernels::GemmWidenSize(layout_);
+  }
+  float* wide = wide_size != 0 ? wide_.Get(wide_size * (pool ? pool->num_threads() : 1)) : nullptr;
+  auto task = [&](size_t begin, size_t end, size_t thread) {
     for (size_t t = begin; t < end; ++t) {
       const Block& k = tasks_[t];
-      kernels::GemmTile(x, ldx, packed, out_, in_, y, ldy, k.row_begin, k.row_end, k.col_begin,
-                        k.col_end);
+      kernels::GemmTile(x, ldx, packed, layout_, out_, y, ldy, k.row_begin, k.row_end,
+                        k.col_begin, k.col_end,
+                        wide ? wide + thread * wide_size : nullptr);
     }
   };
   if (pool != nullptr) {

@@ -69,6 +69,10 @@ Status MultiheadAttention::Create(const MultiheadAttentionConfig& config,
                                    std::to_string(c.num_heads) + ") or 0 for num_heads, got " +
                                    std::to_string(c.num_kv_heads));
   }
+  if (static_cast<unsigned>(c.weights_dtype) > static_cast<unsigned>(WeightsDtype::kInt8)) {
+    return Status::InvalidArgument("weights_dtype: unknown value " +
+                                   std::to_string(static_cast<int>(c.weights_dtype)));
+  }
   MultiheadAttentionConfig resolved = c;
   const int64_t head_dim = c.embed_dim / c.num_heads;
   if (resolved.kdim == 0) resolved.kdim = c.embed_dim;
@@ -151,12 +155,6 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionConfig& config)
   m.kv = c.num_kv_heads * c.v_head_dim;
   m.in_proj_packed = c.kdim == c.embed_dim && c.vdim == c.embed_dim && m.qk == c.embed_dim &&
                      m.vv == c.embed_dim && c.num_kv_heads == c.num_heads;
-  const int64_t q_size = m.qk * c.embed_dim, k_size = m.kk * c.kdim, v_size = m.kv * c.vdim;
-  m.in_weight.assign(q_size + k_size + v_size, 0.0f);
-  if (c.bias) {
-    m.in_bias.assign(m.qk + m.kk + m.kv, 0.0f);
-    m.out_bias.assign(c.embed_dim, 0.0f);
-  }
   if (c.add_bias_kv) {
     m.bias_k.assign(m.kk, 0.0f);
     m.bias_v.assign(m.kv, 0.0f);
@@ -170,16 +168,10 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionConfig& config)
       m.k_norm_bias.assign(m.kk, 0.0f);
     }
   }
-  m.out_weight.assign(c.embed_dim * m.vv, 0.0f);
-  const float* b = c.bias ? m.in_bias.data() : nullptr;
-  m.q_proj.Reset(m.in_weight.data(), b, m.qk, c.embed_dim);
-  m.k_proj.Reset(m.in_weight.data() + q_size, b ? b + m.qk : nullptr, m.kk, c.kdim);
-  m.v_proj.Reset(m.in_weight.data() + q_size + k_size, b ? b + m.qk + m.kk : nullptr, m.kv,
-                 c.vdim);
-  if (c.kdim == c.embed_dim && c.vdim == c.embed_dim) {
-    m.qkv_proj.Reset(m.in_weight.data(), b, m.qk + m.kk + m.kv, c.embed_dim);
-  }
-  m.out_proj.Reset(m.out_weight.data(), c.bias ? m.out_bias.data() : nullptr, c.embed_dim, m.vv);
+  // 'auto' keeps float32 until a load says otherwise; nothing is allocated
+  // before a load (or a forward, which needs every parameter loaded).
+  const kernels::WeightType type = StoredWeightType(c.weights_dtype, kernels::WeightType::kFloat32);
+  m.ResetWeights(type, type);
 }
 
 MultiheadAttention::~MultiheadAttention() = default;
@@ -320,27 +312,23 @@ Status MultiheadAttention::LoadParameter(const std::string& name, const float* d
   MHA_RETURN_IF_ERROR(CheckParameter(name, data, shape));
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mutex);
-  const int64_t q_size = m.qk * m.embed_dim, k_size = m.kk * m.kdim;
-  float* dst = nullptr;
-  if (name == "in_proj_weight" || name == "q_proj_weight") dst = m.in_weight.data();
-  if (name == "k_proj_weight") dst = m.in_weight.data() + q_size;
-  if (name == "v_proj_weight") dst = m.in_weight.data() + q_size + k_size;
-  if (name == "in_proj_bias") dst = m.in_bias.data();
-  if (name == "bias_k") dst = m.bias_k.data();
-  if (name == "bias_v") dst = m.bias_v.data();
-  if (name == "out_proj.weight") dst = m.out_weight.data();
-  if (name == "out_proj.bias") dst = m.out_bias.data();
-  if (name == "sinks") dst = m.sinks.data();
+  try {
+    m.ReserveWeights();
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory(name + ": not enough memory for the weights");
+  }
   if (name.rfind("q_norm.", 0) == 0 || name.rfind("k_norm.", 0) == 0) {
     LoadNormParameter(name, data, NumElements(shape));
   } else {
-    std::memcpy(dst, data, static_cast<size_t>(NumElements(shape)) * sizeof(float));
+    m.StoreParameter(name, data);
   }
   m.loaded.insert(name);
-  for (PackedLinear* p : {&m.q_proj, &m.k_proj, &m.v_proj, &m.qkv_proj, &m.out_proj}) {
-    p->Invalidate();
-  }
   return Status::Ok();
+}
+
+size_t MultiheadAttention::memory() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->WeightBytes();
 }
 
 }  // namespace mha

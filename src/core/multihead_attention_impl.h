@@ -32,6 +32,9 @@ struct Projections {
   size_t q_ld = 0, k_ld = 0, v_ld = 0;
 };
 
+// The type weights are kept in for `dtype`; `stored` for kAuto.
+kernels::WeightType StoredWeightType(WeightsDtype dtype, kernels::WeightType stored);
+
 // Parameters, their packed forms and the reusable per-forward buffers.
 struct MultiheadAttention::Impl {
   uint64_t id = 0;  // tells this module's caches from others'
@@ -41,20 +44,33 @@ struct MultiheadAttention::Impl {
   int64_t kv = 0;   // num_kv_heads * v_head_dim: values
   bool in_proj_packed = false;  // one in_proj_weight (kdim == vdim == embed_dim, default heads)
 
-  // [q_proj_weight; k_proj_weight; v_proj_weight], as in_proj_weight when packed.
-  std::vector<float> in_weight;
-  std::vector<float> in_bias;  // [q; k; v] biases, or empty
   std::vector<float> bias_k, bias_v;
   std::vector<float> sinks;  // num_heads, or empty
   // q/k norms' weights (weight_offset added) and LayerNorm's biases, one per
   // feature of a projected row (qk and kk floats), or empty.
   std::vector<float> q_norm, k_norm, q_norm_bias, k_norm_bias;
-  std::vector<float> out_weight, out_bias;
   RotaryFrequencies rotary;  // the table of config.rotary, when enabled
   std::set<std::string> loaded;
   bool complete = false;  // every parameter loaded (`loaded` only grows): Forward checks once
 
+  // The projection weights and biases, held only packed, in their type
+  // (linear.h). With kdim == vdim == embed_dim the in-projection lives in
+  // qkv_proj, and q_proj, k_proj, v_proj are copies of its rows made when a
+  // call first needs them apart (cross-attention); else in those three.
   PackedLinear q_proj, k_proj, v_proj, qkv_proj, out_proj;
+  bool split_stale = true;  // q_proj.. no longer match qkv_proj's rows
+
+  // Forgets the weights and keeps them from now on in these types.
+  void ResetWeights(kernels::WeightType in_type, kernels::WeightType out_type);
+  // Allocates every projection's weights (throws std::bad_alloc), so that
+  // StoreParameter does not allocate.
+  void ReserveWeights();
+  // Copies one parameter (checked by CheckParameter) into its place.
+  void StoreParameter(const std::string& name, const float* data);
+  // Makes q_proj, k_proj, v_proj match qkv_proj's rows (when it holds them).
+  void SplitInProjection();
+  // Bytes the weights take in their types.
+  size_t WeightBytes() const;
 
   std::mutex mutex;  // one Forward at a time: buffers below are shared
   AlignedBuffer qkv, attn, extras, head_weights, scratch;

@@ -75,6 +75,7 @@ Projections MultiheadAttention::Impl::Project(const ForwardPlan& plan, const Ten
     p.v = p.k + KK;
     return p;
   }
+  SplitInProjection();
   p.q_ld = QK;
   p.k_ld = KK;
   p.v_ld = KV;

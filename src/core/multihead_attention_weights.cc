@@ -1,10 +1,12 @@
 // MultiheadAttention's loaders: state_dicts and .safetensors shards in any
 // layout of weight_layouts.h, turned into nn.MultiheadAttention parameters by
 // the recipes of weight_plan.h.
+#include <algorithm>
 #include <deque>
 #include <exception>
 #include <set>
 
+#include "src/core/multihead_attention_impl.h"
 #include "src/multihead_attention.h"
 #include "src/io/weight_plan.h"
 
@@ -61,7 +63,114 @@ std::set<std::string> UsedTensors(const std::vector<ParameterRecipe>& recipes) {
   return used;
 }
 
+bool IsInWeight(const std::string& name) {
+  return name == "in_proj_weight" || name == "q_proj_weight" || name == "k_proj_weight" ||
+         name == "v_proj_weight";
+}
+
+// kAuto: the 16-bit dtype every tensor of these recipes is stored in, else
+// float32.
+kernels::WeightType StoredType(const std::vector<const ParameterRecipe*>& recipes,
+                               const std::map<std::string, DType>& stored) {
+  std::set<DType> dtypes;
+  for (const ParameterRecipe* recipe : recipes) {
+    for (const Piece& piece : recipe->pieces) {
+      const auto it = stored.find(piece.tensor);
+      dtypes.insert(it != stored.end() ? it->second : DType::kF32);
+    }
+  }
+  if (dtypes.size() != 1) return kernels::WeightType::kFloat32;
+  if (*dtypes.begin() == DType::kF16) return kernels::WeightType::kFloat16;
+  if (*dtypes.begin() == DType::kBF16) return kernels::WeightType::kBFloat16;
+  return kernels::WeightType::kFloat32;
+}
+
 }  // namespace
+
+kernels::WeightType StoredWeightType(WeightsDtype dtype, kernels::WeightType stored) {
+  switch (dtype) {
+    case WeightsDtype::kFloat32: return kernels::WeightType::kFloat32;
+    case WeightsDtype::kFloat16: return kernels::WeightType::kFloat16;
+    case WeightsDtype::kBFloat16: return kernels::WeightType::kBFloat16;
+    case WeightsDtype::kInt8: return kernels::WeightType::kInt8;
+    default: return stored;
+  }
+}
+
+void MultiheadAttention::Impl::ResetWeights(kernels::WeightType in_type,
+                                            kernels::WeightType out_type) {
+  const size_t E = embed_dim;
+  const bool fused = kdim == embed_dim && vdim == embed_dim;
+  qkv_proj.Reset(in_type, fused ? qk + kk + kv : 0, E);
+  q_proj.Reset(in_type, qk, E);
+  k_proj.Reset(in_type, kk, kdim);
+  v_proj.Reset(in_type, kv, vdim);
+  out_proj.Reset(out_type, E, vv);
+  split_stale = true;
+}
+
+void MultiheadAttention::Impl::ReserveWeights() {
+  if (qkv_proj.out() > 0) {
+    qkv_proj.Reserve();
+  } else {
+    for (PackedLinear* p : {&q_proj, &k_proj, &v_proj}) p->Reserve();
+  }
+  out_proj.Reserve();
+}
+
+void MultiheadAttention::Impl::StoreParameter(const std::string& name, const float* data) {
+  // In-projection rows [row0, row0 + rows) (weights from data, or biases).
+  const auto store_in = [&](size_t row0, const float* src, size_t rows, bool bias) {
+    if (qkv_proj.out() > 0) {
+      bias ? qkv_proj.SetBias(row0, src, rows) : qkv_proj.SetRows(row0, src, rows);
+      split_stale = true;
+      return;
+    }
+    // Apart: each of q, k, v takes its rows of [row0, row0 + rows) (the
+    // rows of a weight lie in one of them: in_proj_weight loads only fused).
+    size_t begin = 0;
+    for (PackedLinear* p : {&q_proj, &k_proj, &v_proj}) {
+      const size_t end = begin + p->out();
+      const size_t lo = std::max(row0, begin), hi = std::min(row0 + rows, end);
+      if (lo < hi && bias) p->SetBias(lo - begin, src + (lo - row0), hi - lo);
+      if (lo < hi && !bias) p->SetRows(lo - begin, src + (lo - row0) * p->in(), hi - lo);
+      begin = end;
+    }
+  };
+  if (name == "in_proj_weight" || name == "q_proj_weight") {
+    store_in(0, data, name == "in_proj_weight" ? qk + kk + kv : qk, false);
+  } else if (name == "k_proj_weight") {
+    store_in(qk, data, kk, false);
+  } else if (name == "v_proj_weight") {
+    store_in(qk + kk, data, kv, false);
+  } else if (name == "in_proj_bias") {
+    store_in(0, data, qk + kk + kv, true);
+  } else if (name == "out_proj.weight") {
+    out_proj.SetRows(0, data, embed_dim);
+  } else if (name == "out_proj.bias") {
+    out_proj.SetBias(0, data, embed_dim);
+  } else {
+    std::vector<float>& dst = name == "bias_k" ? bias_k : name == "bias_v" ? bias_v : sinks;
+    std::copy(data, data + dst.size(), dst.begin());
+  }
+}
+
+void MultiheadAttention::Impl::SplitInProjection() {
+  if (qkv_proj.out() == 0 || !split_stale) return;
+  q_proj.CopyRows(qkv_proj, 0);
+  k_proj.CopyRows(qkv_proj, qk);
+  v_proj.CopyRows(qkv_proj, qk + kk);
+  split_stale = false;
+}
+
+size_t MultiheadAttention::Impl::WeightBytes() const {
+  size_t bytes = (bias_k.size() + bias_v.size() + sinks.size() + q_norm.size() + k_norm.size() +
+                  q_norm_bias.size() + k_norm_bias.size()) * sizeof(float);
+  for (const PackedLinear* p : {&q_proj, &k_proj, &v_proj, &qkv_proj, &out_proj}) {
+    bytes += p->bytes();
+  }
+  return bytes;
+}
 
 Status MultiheadAttention::Plan(const ShapeMap& tensors, const WeightOptions& options,
                                 Recipes* out) const {
@@ -73,7 +182,8 @@ Status MultiheadAttention::Plan(const ShapeMap& tensors, const WeightOptions& op
 }
 
 Status MultiheadAttention::LoadPlanned(const Recipes& recipes, const ShapeMap& shapes,
-                                       const std::map<std::string, const float*>& sources) {
+                                       const std::map<std::string, const float*>& sources,
+                                       const std::map<std::string, DType>& stored) {
   // Everything is checked before anything loads: a bad checkpoint changes nothing.
   const std::string& prefix = recipes.message_prefix;
   std::map<std::string, TensorView> params;
@@ -98,6 +208,24 @@ Status MultiheadAttention::LoadPlanned(const Recipes& recipes, const ShapeMap& s
   if (!missing.empty()) {
     return Status::InvalidArgument("state_dict: missing parameters: " + JoinNames(missing));
   }
+  // The weights' types (kAuto: as stored); a change forgets the old weights,
+  // all of which this load replaces.
+  std::vector<const ParameterRecipe*> in, out;
+  for (const ParameterRecipe& recipe : recipes.list) {
+    if (IsInWeight(recipe.name)) in.push_back(&recipe);
+    if (recipe.name == "out_proj.weight") out.push_back(&recipe);
+  }
+  Impl& m = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    const kernels::WeightType in_type =
+        StoredWeightType(config_.weights_dtype, StoredType(in, stored));
+    const kernels::WeightType out_type =
+        StoredWeightType(config_.weights_dtype, StoredType(out, stored));
+    if (in_type != m.q_proj.type() || out_type != m.out_proj.type()) {
+      m.ResetWeights(in_type, out_type);
+    }
+  }
   for (const auto& [name, tensor] : params) {
     MHA_RETURN_IF_ERROR(LoadParameter(name, tensor.data, tensor.shape));
   }
@@ -117,7 +245,7 @@ Status MultiheadAttention::LoadStateDict(const std::map<std::string, TensorView>
       MHA_RETURN_IF_ERROR(CheckDimsAndData(name, tensor.shape, tensor.data));
       sources[name] = tensor.data;
     }
-    return LoadPlanned(recipes, shapes, sources);
+    return LoadPlanned(recipes, shapes, sources, {});
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("state_dict: not enough memory to assemble the parameters");
   }
@@ -131,11 +259,15 @@ Status MultiheadAttention::LoadSafetensors(const SafetensorsFile& file,
     MHA_RETURN_IF_ERROR(Plan(shapes, options, &recipes));
     std::map<std::string, std::vector<float>> floats;  // each tensor used, converted once
     std::map<std::string, const float*> sources;
+    std::map<std::string, DType> stored;
     for (const std::string& name : UsedTensors(recipes.list)) {
       MHA_RETURN_IF_ERROR(ToFloat32(name, file.tensors.at(name), &floats[name]));
       sources[name] = floats[name].data();
+      stored[name] = file.tensors.at(name).dtype;
     }
-    return LoadPlanned(recipes, shapes, sources);
+    // The float32 copies are freed on return: what stays is the weights in
+    // their type.
+    return LoadPlanned(recipes, shapes, sources, stored);
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("safetensors: not enough memory to convert the tensors");
   }

@@ -1,8 +1,9 @@
 // GEMM micro-kernel: C = A * B^T + bias with B packed into panels.
 //
-// A panel holds two vectors of columns of B, k-major, followed by one row of
-// bias, so the register tile (register_tile-inl.h) streams through contiguous
-// memory and needs no bounds checks: padding columns are zero.
+// A panel (weight_panel.h) holds two vectors of columns of B, k-major,
+// followed by one row of bias, so the register tile (register_tile-inl.h)
+// streams through contiguous memory and needs no bounds checks: padding
+// columns are zero.
 
 // Toggling include guard: compiled once per target (foreach_target.h).
 #if defined(MHA_SRC_KERNELS_GEMM_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -13,10 +14,13 @@
 #endif
 
 #include <cstddef>
+#include <cstdint>
+#include <type_traits>
 
 #include "hwy/highway.h"
 #include "src/kernels/gemv-inl.h"
 #include "src/kernels/register_tile-inl.h"
+#include "src/kernels/weight_panel.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mha {
@@ -28,43 +32,18 @@ inline size_t GemmPanelWidth() {
   return 2 * hn::Lanes(d);
 }
 
-inline size_t PackedBSize(size_t n, size_t k) {
-  const size_t width = GemmPanelWidth();
-  const size_t panels = (n + width - 1) / width;
-  return panels * (k + 1) * width;
-}
-
-inline void PackB(const float* b, size_t ldb, const float* bias, size_t n, size_t k,
-                  float* packed) {
-  const size_t width = GemmPanelWidth();
-  for (size_t col0 = 0; col0 < n; col0 += width) {
-    const size_t cols = n - col0 < width ? n - col0 : width;
-    for (size_t kk = 0; kk < k; ++kk) {
-      float* dst = packed + kk * width;
-      for (size_t c = 0; c < cols; ++c) dst[c] = b[(col0 + c) * ldb + kk];
-      for (size_t c = cols; c < width; ++c) dst[c] = 0.0f;
-    }
-    float* bias_row = packed + k * width;
-    for (size_t c = 0; c < width; ++c) {
-      bias_row[c] = (bias != nullptr && c < cols) ? bias[col0 + c] : 0.0f;
-    }
-    packed += (k + 1) * width;
-  }
-}
-
 // f32_gemm_<kRows>x2v: up to kRows rows of A against one packed panel.
 // HWY_INLINE: GCC stopped inlining it into GemmTileRows once RegisterTile
 // took a step lambda, and the AVX2 GEMM lost speed.
 template <size_t kRows>
 HWY_INLINE void GemmPanel(const float* a, size_t lda, size_t rows, const float* panel,
-                          size_t k, float* c, size_t ldc, size_t cols) {
+                          const float* bias, size_t k, float* c, size_t ldc, size_t cols) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const size_t lanes = hn::Lanes(d);
   const size_t width = 2 * lanes;
   const float* a_rows[kRows];
   TileRowPointers<kRows>(a, lda, rows, a_rows);
-  const float* bias = panel + k * width;
   RegisterTile<kRows>(
       d, a_rows, 1, panel, width, k,
       [&](size_t, size_t half) { return hn::LoadU(d, bias + half * lanes); },
@@ -73,13 +52,51 @@ HWY_INLINE void GemmPanel(const float* a, size_t lda, size_t rows, const float* 
       });
 }
 
-template <size_t kRows>
-inline void GemmTileRows(const float* a, size_t lda, const float* packed, size_t n, size_t k,
-                         float* c, size_t ldc, size_t row_begin, size_t row_end, size_t col_begin,
-                         size_t col_end) {
-  const size_t width = GemmPanelWidth();
+// Panel `index` of packed B (weight_panel.h) with weights of type W.
+template <class W>
+PanelView<W> PanelAt(const uint8_t* packed, const kernels::PanelLayout& layout, size_t index) {
+  const uint8_t* panel = packed + index * layout.PanelBytes();
+  const float* scale = std::is_same_v<W, int8_t>
+                           ? reinterpret_cast<const float*>(panel + layout.ScaleOffset())
+                           : nullptr;
+  return {reinterpret_cast<const W*>(panel), reinterpret_cast<const float*>(panel + layout.BiasOffset()),
+          scale};
+}
+
+// The panel's weights as float32 (k rows of the panel's width), in `wide`
+// unless they are float32, converted as the GEMV kernels convert them.
+template <class W>
+const float* WidenPanel(const PanelView<W>& p, size_t k, float* HWY_RESTRICT wide) {
+  if constexpr (std::is_same_v<W, float>) {
+    (void)k;
+    (void)wide;
+    return p.w;
+  } else {
+    const hn::ScalableTag<float> d;
+    const size_t lanes = hn::Lanes(d), width = 2 * lanes;
+    const auto s0 = p.scale ? hn::LoadU(d, p.scale) : hn::Zero(d);
+    const auto s1 = p.scale ? hn::LoadU(d, p.scale + lanes) : hn::Zero(d);
+    for (size_t kk = 0; kk < k; ++kk) {
+      hn::StoreU(PanelHalf(d, p, kk, 0, s0), d, wide + kk * width);
+      hn::StoreU(PanelHalf(d, p, kk, 1, s1), d, wide + kk * width + lanes);
+    }
+    return wide;
+  }
+}
+
+// Rows [row_begin, row_end) x columns [col_begin, col_end) of C from packed B
+// with weights of type W. `wide` holds k * GemmPanelWidth() floats
+// (unused for float32): a panel with 16-bit or int8 weights is widened there
+// once for the register tiles of every row (the GEMV rows read it as stored).
+template <size_t kRows, class W>
+inline void GemmTileRows(const float* a, size_t lda, const uint8_t* packed,
+                         const kernels::PanelLayout& layout, size_t n, float* c, size_t ldc,
+                         size_t row_begin, size_t row_end, size_t col_begin, size_t col_end,
+                         float* wide) {
+  const size_t width = layout.width, k = layout.k;
   for (size_t col0 = col_begin; col0 < col_end; col0 += width) {
-    const float* panel = packed + (col0 / width) * (k + 1) * width;
+    const PanelView<W> view = PanelAt<W>(packed, layout, col0 / width);
+    const float* panel = row_end - row_begin > 2 ? WidenPanel(view, k, wide) : nullptr;
     const size_t limit = col_end < n ? col_end : n;
     const size_t cols = limit - col0 < width ? limit - col0 : width;
     for (size_t row = row_begin; row < row_end; row += kRows) {
@@ -88,29 +105,57 @@ inline void GemmTileRows(const float* a, size_t lda, const float* packed, size_t
       // three or four (a tail of 64-row blocks under 6-row tiles): the 4-row
       // tile, which computes no rows that are thrown away.
       if (rows == 1) {
-        GemvPanel1(a + row * lda, panel, k, c + row * ldc + col0, cols);
+        GemvPanel1(a + row * lda, view, k, c + row * ldc + col0, cols);
       } else if (rows == 2) {
-        GemvPanel2(a + row * lda, lda, panel, k, c + row * ldc + col0, ldc, cols);
+        GemvPanel2(a + row * lda, lda, view, k, c + row * ldc + col0, ldc, cols);
       } else if (rows <= 4) {
-        GemmPanel<4>(a + row * lda, lda, rows, panel, k, c + row * ldc + col0, ldc, cols);
+        GemmPanel<4>(a + row * lda, lda, rows, panel, view.bias, k, c + row * ldc + col0, ldc,
+                          cols);
       } else {
-        GemmPanel<kRows>(a + row * lda, lda, rows, panel, k, c + row * ldc + col0, ldc, cols);
+        GemmPanel<kRows>(a + row * lda, lda, rows, panel, view.bias, k, c + row * ldc + col0, ldc,
+                          cols);
       }
     }
   }
 }
 
-// GemmTileRows with tile_rows, one of kernels::kGemmTileRows.
-inline void GemmTileWithRows(size_t tile_rows, const float* a, size_t lda, const float* packed,
-                             size_t n, size_t k, float* c, size_t ldc, size_t row_begin,
-                             size_t row_end, size_t col_begin, size_t col_end) {
+template <size_t kRows>
+inline void GemmTileTyped(const float* a, size_t lda, const uint8_t* packed,
+                          const kernels::PanelLayout& layout, size_t n, float* c, size_t ldc,
+                          size_t row_begin, size_t row_end, size_t col_begin, size_t col_end,
+                          float* wide) {
+  using kernels::WeightType;
+  switch (layout.type) {
+    case WeightType::kFloat16:
+      return GemmTileRows<kRows, Half>(a, lda, packed, layout, n, c, ldc, row_begin, row_end,
+                                       col_begin, col_end, wide);
+    case WeightType::kBFloat16:
+      return GemmTileRows<kRows, BFloat16>(a, lda, packed, layout, n, c, ldc, row_begin, row_end,
+                                           col_begin, col_end, wide);
+    case WeightType::kInt8:
+      return GemmTileRows<kRows, int8_t>(a, lda, packed, layout, n, c, ldc, row_begin, row_end,
+                                         col_begin, col_end, wide);
+    default:
+      return GemmTileRows<kRows, float>(a, lda, packed, layout, n, c, ldc, row_begin, row_end,
+                                        col_begin, col_end, wide);
+  }
+}
+
+// GemmTileTyped with tile_rows, one of kernels::kGemmTileRows.
+inline void GemmTileWithRows(size_t tile_rows, const float* a, size_t lda, const uint8_t* packed,
+                             const kernels::PanelLayout& layout, size_t n, float* c, size_t ldc,
+                             size_t row_begin, size_t row_end, size_t col_begin, size_t col_end,
+                             float* wide) {
   switch (tile_rows) {
     case 4:
-      return GemmTileRows<4>(a, lda, packed, n, k, c, ldc, row_begin, row_end, col_begin, col_end);
+      return GemmTileTyped<4>(a, lda, packed, layout, n, c, ldc, row_begin, row_end, col_begin,
+                              col_end, wide);
     case 6:
-      return GemmTileRows<6>(a, lda, packed, n, k, c, ldc, row_begin, row_end, col_begin, col_end);
+      return GemmTileTyped<6>(a, lda, packed, layout, n, c, ldc, row_begin, row_end, col_begin,
+                              col_end, wide);
     default:
-      return GemmTileRows<8>(a, lda, packed, n, k, c, ldc, row_begin, row_end, col_begin, col_end);
+      return GemmTileTyped<8>(a, lda, packed, layout, n, c, ldc, row_begin, row_end, col_begin,
+                              col_end, wide);
   }
 }
 

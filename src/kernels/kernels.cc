@@ -65,8 +65,6 @@ namespace mha {
 namespace kernels {
 
 HWY_EXPORT(GemmPanelWidth);
-HWY_EXPORT(PackedBSize);
-HWY_EXPORT(PackB);
 HWY_EXPORT(GemmTileWithRows);
 HWY_EXPORT(PreferredGemmTileRows);
 HWY_EXPORT(AttentionScratchSize);
@@ -83,10 +81,10 @@ HWY_EXPORT(CurrentTargetName);
 
 size_t GemmPanelWidth() { return HWY_DYNAMIC_DISPATCH(GemmPanelWidth)(); }
 
-size_t PackedBSize(size_t n, size_t k) { return HWY_DYNAMIC_DISPATCH(PackedBSize)(n, k); }
+PanelLayout GemmLayout(WeightType type, size_t k) { return {type, GemmPanelWidth(), k}; }
 
-void PackB(const float* b, size_t ldb, const float* bias, size_t n, size_t k, float* packed) {
-  HWY_DYNAMIC_DISPATCH(PackB)(b, ldb, bias, n, k, packed);
+size_t GemmWidenSize(const PanelLayout& layout) {
+  return layout.type == WeightType::kFloat32 ? 0 : layout.k * layout.width;
 }
 
 namespace {
@@ -110,10 +108,11 @@ const char* GemmTileName(size_t tile_rows) {
   }
 }
 
-void GemmTile(const float* a, size_t lda, const float* packed, size_t n, size_t k, float* c,
-              size_t ldc, size_t row_begin, size_t row_end, size_t col_begin, size_t col_end) {
-  HWY_DYNAMIC_DISPATCH(GemmTileWithRows)(GemmTileRows(), a, lda, packed, n, k, c, ldc, row_begin,
-                                         row_end, col_begin, col_end);
+void GemmTile(const float* a, size_t lda, const uint8_t* packed, const PanelLayout& layout,
+              size_t n, float* c, size_t ldc, size_t row_begin, size_t row_end, size_t col_begin,
+              size_t col_end, float* wide) {
+  HWY_DYNAMIC_DISPATCH(GemmTileWithRows)(GemmTileRows(), a, lda, packed, layout, n, c, ldc,
+                                         row_begin, row_end, col_begin, col_end, wide);
 }
 
 size_t AttentionScratchSize(const AttentionHead& head) {

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "src/kernels/weight_panel.h"
+
 namespace mha {
 namespace kernels {
 
@@ -16,20 +18,24 @@ namespace kernels {
 // Columns per packed panel of B on the current target.
 size_t GemmPanelWidth();
 
-// Floats PackB writes for an (n x k) B.
-size_t PackedBSize(size_t n, size_t k);
+// The layout of packed B (weight_panel.h: PackRows, PackBias) with weights
+// of `type` and k inputs on the current target.
+PanelLayout GemmLayout(WeightType type, size_t k);
 
-// Packs B (n rows of k, row stride ldb) and bias (n floats, or null for
-// zeros) into panels of GemmPanelWidth() columns, k-major inside a panel,
-// zero-padded past n.
-void PackB(const float* b, size_t ldb, const float* bias, size_t n, size_t k, float* packed);
+// Floats of scratch GemmTile needs to widen one panel of `layout` (0 for
+// float32 weights).
+size_t GemmWidenSize(const PanelLayout& layout);
 
 // Computes rows [row_begin, row_end) and columns [col_begin, col_end) of
-// C (row stride ldc) = A (row stride lda) * B^T + bias. col_begin must be a
-// multiple of GemmPanelWidth(); `packed` comes from PackB of the whole B on
-// the same target. Runs the register tile GemmTileRows() says.
-void GemmTile(const float* a, size_t lda, const float* packed, size_t n, size_t k, float* c,
-              size_t ldc, size_t row_begin, size_t row_end, size_t col_begin, size_t col_end);
+// C (row stride ldc) = A (row stride lda) * B^T + bias, B (n x layout.k)
+// packed with `layout` from GemmLayout on the same target. col_begin must be
+// a multiple of layout.width. Weights are converted in registers (16-bit:
+// exactly, so the results are those of their float32 values bit for bit;
+// int8: times their column's scale); `wide` has GemmWidenSize(layout)
+// floats. Runs the register tile GemmTileRows() says.
+void GemmTile(const float* a, size_t lda, const uint8_t* packed, const PanelLayout& layout,
+              size_t n, float* c, size_t ldc, size_t row_begin, size_t row_end, size_t col_begin,
+              size_t col_end, float* wide);
 
 // The GEMM register tiles every target compiles, by rows of A: f32_gemm_4x2v,
 // 6x2v, 8x2v (rows of A x vectors of columns of a packed panel).

@@ -114,6 +114,7 @@ mha::Status ReadDecodeConfig(const Fixture& f, DecodeConfig* out) {
   m.scale = Number(v, "scale");
   m.softcap = Number(v, "softcap");
   m.sinks = Bool(v, "sinks");
+  m.weights_dtype = CurrentPrecision().weights;
   // alibi: null, true, {"slopes": [...]} or {"symmetric": true}.
   const mha::json::Value* alibi = v.Find("alibi");
   if (alibi != nullptr && alibi->type != mha::json::Type::kNull) {
@@ -297,6 +298,18 @@ TEST_P(DecodingFixtureTest, EveryCallMatchesPyTorch) {
   }
   mha::SetDecodeSplitForTesting(0);
   if (decode_steps > 0) EXPECT_GT(mha::DecodeSplitCalls(), splits) << "no decode call split";
+}
+
+// int8 weights within the bound README "Precision" states, every call of
+// the schedule, single-threaded.
+TEST_P(DecodingFixtureTest, Int8WeightsWithinBound) {
+  Fixture f;
+  ASSERT_OK(LoadFixture(GetParam(), &f));
+  ScopedInt8Weights int8;
+  DecodeConfig c;
+  ASSERT_OK(ReadDecodeConfig(f, &c));
+  int decode_steps = 0;
+  RunSchedule(f, c, nullptr, &decode_steps);
 }
 
 std::string ParamName(const testing::TestParamInfo<std::tuple<int64_t, std::string>>& info) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -14,8 +15,6 @@
 namespace mha_test {
 namespace {
 
-constexpr double kAbsTolerance = 1e-4;
-constexpr double kRelTolerance = 1e-3;
 constexpr char kParamPrefix[] = "param.";
 
 // Reads config fields, remembering the first problem.
@@ -188,6 +187,7 @@ mha::MultiheadAttentionConfig Fixture::ModuleConfig() const {
   config.batch_first = batch_first;
   config.qk_head_dim = qk_head_dim;
   config.v_head_dim = v_head_dim;
+  config.weights_dtype = CurrentPrecision().weights;
   return config;
 }
 
@@ -227,6 +227,21 @@ mha::Status LoadFixture(const std::string& path, Fixture* out) {
   return status;
 }
 
+Precision& CurrentPrecision() {
+  static Precision precision;
+  return precision;
+}
+
+ScopedInt8Weights::ScopedInt8Weights() : saved_(CurrentPrecision()) {
+  CurrentPrecision() = {mha::WeightsDtype::kInt8, kInt8AbsTolerance, kInt8RelTolerance, 0.0};
+}
+
+ScopedInt8Weights::~ScopedInt8Weights() {
+  std::printf("int8 weights: max |output - PyTorch float32| %.3g\n",
+              CurrentPrecision().max_abs_error);
+  CurrentPrecision() = saved_;
+}
+
 void ExpectClose(const mha::Tensor& actual, const std::vector<float>& expected,
                  const mha::Shape& expected_shape, const std::string& what) {
   if (actual.shape != expected_shape) {
@@ -240,6 +255,8 @@ void ExpectClose(const mha::Tensor& actual, const std::vector<float>& expected,
                   << " expected of shape " << mha::ShapeString(expected_shape);
     return;
   }
+  Precision& precision = CurrentPrecision();
+  const double kAbsTolerance = precision.abs_tolerance, kRelTolerance = precision.rel_tolerance;
   size_t nan_mismatches = 0, first_nan_mismatch = 0;
   double worst_excess = 0.0;  // error / allowed error, > 1 fails
   size_t worst = 0;
@@ -250,6 +267,9 @@ void ExpectClose(const mha::Tensor& actual, const std::vector<float>& expected,
       continue;
     }
     if (std::isnan(e) || a == e) continue;  // also equal infinities
+    if (!std::isinf(a) && !std::isinf(e)) {
+      precision.max_abs_error = std::max(precision.max_abs_error, std::abs(a - e));
+    }
     const double excess = std::isinf(a) || std::isinf(e)
                               ? HUGE_VAL
                               : std::abs(a - e) / (kAbsTolerance + kRelTolerance * std::abs(e));

@@ -93,9 +93,34 @@ std::vector<std::string> ListFixtures(const std::string& subfolder = "");
 // Reads and parses one fixture; errors name the file and what is wrong.
 mha::Status LoadFixture(const std::string& path, Fixture* out);
 
+// The weights' dtype the fixture suites give their modules (ModuleConfig,
+// the decoding configs) and the tolerance ExpectClose allows: float32's by
+// default; a suite's int8 run sets int8 weights and kInt8Tolerance for its
+// scope. ExpectClose keeps the largest |actual - expected| it saw.
+struct Precision {
+  mha::WeightsDtype weights = mha::WeightsDtype::kAuto;
+  double abs_tolerance = 1e-4, rel_tolerance = 1e-3;
+  double max_abs_error = 0.0;
+};
+// int8 weights (symmetric per output channel) on outputs of order 1: the
+// bound README "Precision" states (the fixture families' largest error
+// against PyTorch's float32 is about 0.026).
+constexpr double kInt8AbsTolerance = 4e-2;
+constexpr double kInt8RelTolerance = 2e-2;
+Precision& CurrentPrecision();
+class ScopedInt8Weights {
+ public:
+  ScopedInt8Weights();
+  ~ScopedInt8Weights();  // prints the largest error seen
+
+ private:
+  Precision saved_;
+};
+
 // Checks shape equality, NaN positions (exactly) and, elementwise,
-// |actual - expected| <= 1e-4 + 1e-3 * |expected| (infinities must match),
-// reporting the worst element with its index. `what` names the result.
+// |actual - expected| <= abs + rel * |expected| (CurrentPrecision(): 1e-4 +
+// 1e-3 * |expected| by default; infinities must match), reporting the worst
+// element with its index. `what` names the result.
 void ExpectClose(const mha::Tensor& actual, const std::vector<float>& expected,
                  const mha::Shape& expected_shape, const std::string& what);
 void ExpectClose(const mha::Tensor& actual, const mha::Tensor& expected, const std::string& what);

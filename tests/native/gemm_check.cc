@@ -1,6 +1,9 @@
 #include "tests/native/gemm_check.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "src/kernels/kernels.h"
@@ -25,6 +28,55 @@ std::string Compare(const std::vector<float>& c, size_t ldc, const std::vector<f
   return "";
 }
 
+// C = A B^T + bias through packed B of `type`, computed in two column
+// blocks split at a panel boundary, as threads split it; a sentinel 7 in
+// column n of each row (ldc = n + 1).
+std::vector<float> PackedGemm(mha::kernels::WeightType type, const std::vector<float>& a,
+                              const std::vector<float>& b, const std::vector<float>& bias,
+                              size_t m, size_t n, size_t depth) {
+  namespace k = mha::kernels;
+  const k::PanelLayout layout = k::GemmLayout(type, depth);
+  // Zero past n, as the module allocates them; floats for their alignment.
+  std::vector<float> packed_floats(layout.Bytes(n) / sizeof(float));
+  uint8_t* p = reinterpret_cast<uint8_t*>(packed_floats.data());
+  k::PackRows(layout, b.data(), depth, 0, n, p);
+  k::PackBias(layout, bias.data(), 0, n, p);
+  std::vector<float> wide(k::GemmWidenSize(layout) + 1);
+  const size_t ldc = n + 1;
+  std::vector<float> c(m * ldc, 7.0f);
+  const size_t split = n > layout.width ? layout.width : n;
+  k::GemmTile(a.data(), depth, p, layout, n, c.data(), ldc, 0, m, 0, split, wide.data());
+  k::GemmTile(a.data(), depth, p, layout, n, c.data(), ldc, 0, m, split, n, wide.data());
+  return c;
+}
+
+// Weights q / 128 with q in [-127, 127] and 127 in each row: exact in
+// float16 and bfloat16, and int8 quantizes them to q with scale 1/128
+// exactly, so every type must give float32's results bit for bit.
+std::vector<float> QuantizableWeights(size_t n, size_t depth) {
+  std::vector<float> b = RandomVector(n * depth, 4);
+  for (size_t i = 0; i < b.size(); ++i) {
+    b[i] = i % depth == 0 ? 127.0f / 128 : std::nearbyint(b[i] * 127.0f) / 128;
+  }
+  return b;
+}
+
+std::string CheckWeightTypes(const std::vector<float>& a, const std::vector<float>& bias, size_t m,
+                             size_t n, size_t depth) {
+  namespace k = mha::kernels;
+  const std::vector<float> b = QuantizableWeights(n, depth);
+  const std::vector<float> expected = PackedGemm(k::WeightType::kFloat32, a, b, bias, m, n, depth);
+  for (k::WeightType type : {k::WeightType::kFloat16, k::WeightType::kBFloat16,
+                             k::WeightType::kInt8}) {
+    const std::vector<float> c = PackedGemm(type, a, b, bias, m, n, depth);
+    if (std::memcmp(c.data(), expected.data(), c.size() * sizeof(float)) != 0) {
+      return "weights of type " + std::to_string(static_cast<int>(type)) +
+             " differ from float32's bits";
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string CheckGemmTile(size_t tile_rows) {
@@ -37,15 +89,11 @@ std::string CheckGemmTile(size_t tile_rows) {
       for (size_t depth : {1, 3, 16, 33}) {
         const std::vector<float> a = RandomVector(m * depth, 1), b = RandomVector(n * depth, 2),
                                  bias = RandomVector(n, 3);
-        std::vector<float> packed(k::PackedBSize(n, depth));
-        k::PackB(b.data(), depth, bias.data(), n, depth, packed.data());
-        // A sentinel column past n must survive: tails store only n columns.
         const size_t ldc = n + 1;
-        std::vector<float> c(m * ldc, 7.0f);
-        const size_t split = n > width ? width : n;
-        k::GemmTile(a.data(), depth, packed.data(), n, depth, c.data(), ldc, 0, m, 0, split);
-        k::GemmTile(a.data(), depth, packed.data(), n, depth, c.data(), ldc, 0, m, split, n);
+        const std::vector<float> c =
+            PackedGemm(k::WeightType::kFloat32, a, b, bias, m, n, depth);
         error = Compare(c, ldc, ReferenceGemm(a, b, bias.data(), m, n, depth), m, n);
+        if (error.empty()) error = CheckWeightTypes(a, bias, m, n, depth);
         if (!error.empty()) {
           error = "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" +
                   std::to_string(depth) + ": " + error;

@@ -96,6 +96,7 @@ mha::MultiheadAttentionConfig LayoutFixture::ModuleConfig() const {
   // The score options a family needs (BLOOM's alibi: true, T5's scale 1).
   c.alibi.enabled = Bool(m, "alibi");
   if (const mha::json::Value* scale = m.Find("scale")) c.scale = static_cast<float>(scale->number);
+  c.weights_dtype = CurrentPrecision().weights;
   return c;
 }
 

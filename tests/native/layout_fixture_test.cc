@@ -70,6 +70,14 @@ TEST_P(LayoutFixtureTest, LoadStateDictMatchesPyTorch) {
   ExpectOutput(fixture_, *module_, nullptr);
 }
 
+// int8 weights within the bound README "Precision" states.
+TEST_P(LayoutFixtureTest, Int8WeightsWithinBound) {
+  ScopedInt8Weights int8;
+  ASSERT_OK(mha::MultiheadAttention::Create(fixture_.ModuleConfig(), &module_));
+  ASSERT_OK(module_->LoadSafetensors(fixture_.file, options_));
+  ExpectOutput(fixture_, *module_, nullptr);
+}
+
 std::string ParamName(const testing::TestParamInfo<std::tuple<int64_t, std::string>>& info) {
   return std::string(hwy::TargetName(std::get<0>(info.param))) + "_" + std::get<1>(info.param);
 }

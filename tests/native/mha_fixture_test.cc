@@ -78,6 +78,19 @@ TEST_P(FixtureTest, MatchesPyTorch) {
   }
 }
 
+// int8 weights (quantized at load) within the bound README "Precision"
+// states, on every target, single-threaded.
+TEST_P(FixtureTest, Int8WeightsWithinBound) {
+  Fixture f;
+  ASSERT_OK(LoadFixture(GetParam(), &f));
+  ScopedInt8Weights int8;
+  if (f.kind == "mha") {
+    RunMha(f, nullptr);
+  } else {
+    RunSdpa(f, nullptr);  // no weights: float32's tolerance holds (and the target is used)
+  }
+}
+
 // Every GEMM register tile the kernels ship, not only the one this target
 // chooses (the WASM binding has no hook to force one: this is where the
 // others run).
