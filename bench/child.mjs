@@ -11,7 +11,7 @@ import { wasmHeapBytes } from './lib/wasm_memory.mjs';
 import { measure, measurePair } from './lib/timing.mjs';
 import { reportResult } from './lib/child_report.mjs';
 import { isDecode } from './lib/decode.mjs';
-import { config, dataPath, findWorkload, makeInputs, readDecodeInputs, readInputs } from './lib/workloads.mjs';
+import { dataPath, findWorkload, makeInputs, readDecodeInputs, readInputs, timingOf } from './lib/workloads.mjs';
 import { loadMhaWasm } from './engines/mha_wasm.mjs';
 import { loadOrtNode, loadOrtWeb } from './engines/onnxruntime.mjs';
 import { loadTfjsWasm } from './engines/tfjs_wasm.mjs';
@@ -55,8 +55,8 @@ async function main([engineName, threadsArg, workloadId]) {
     else writeOutput(engineName, threads, w, output);
     // An option row (issue 22) is timed in alternation with its base row's forward.
     const base = w.base && (await engine.prepare(findWorkload(w.base), inputs)).run;
-    result = { ...result, ...await (base ? measurePair(base, run, config.timing)
-      : measure(run, decode ? config.decodeTiming : config.timing, beforeRun)) };
+    const timed = base ? measurePair(base, run, timingOf(w)) : measure(run, timingOf(w), beforeRun);
+    result = { ...result, ...await timed };
   }
   if (prepared.memory) result.memory = prepared.memory;
   if (prepared.soak && w.soakSteps) result.soak = await prepared.soak(w.soakSteps);

@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import {
   BENCH_DIR, BUILD_DIR, DATA_DIR, ROOT_DIR, config, dataPath, findWorkload, flops, isModelRow, modelPath, readFloats,
-  referencePath, sinksPath, writeInputs,
+  referencePath, sinksPath, timingOf, writeInputs,
 } from './lib/workloads.mjs';
 import { isDecode, noCacheNotCompared, tolerance } from './lib/decode.mjs';
 import { renderReport } from './lib/report.mjs';
@@ -79,7 +79,7 @@ function nativeArgs(w, threads, runner) {
     `out=${dataPath(w.id, `${runner}-${threads}.out.f32`)}`,
     `B=${w.B}`, `L=${w.L}`, `S=${w.S}`, `E=${w.E}`, `H=${w.H}`, `cross=${+w.cross}`,
     `causal=${+w.causal}`, `need_weights=${+w.needWeights}`, `kpm=${+Boolean(w.kpmLengths)}`,
-    `threads=${threads}`, ...timingArgs(config.timing),
+    `threads=${threads}`, ...timingArgs(timingOf(w)),
   ];
 }
 
@@ -91,12 +91,12 @@ function decodeArgs(w, threads, runner, cache) {
     `E=${w.E}`, `H=${w.H}`, `kv_heads=${w.kvHeads}`, `past=${w.past}`, `L=${w.L}`,
     `cross=${+w.cross}`, `causal=${+w.causal}`, `bias=${+w.bias}`,
     `rotary_dim=${w.rotary?.dim ?? 0}`, `rotary_base=${w.rotary?.base ?? 0}`, `dtype=${w.dtype}`,
-    `cache=${+cache}`, `threads=${threads}`, ...timingArgs(config.decodeTiming), ...optionArgs(w),
+    `cache=${+cache}`, `threads=${threads}`, ...timingArgs(timingOf(w)), ...optionArgs(w),
   ];
 }
 
-const jsChild = (name) => (w, threads) =>
-  runChild(process.execPath, [path.join(BENCH_DIR, 'child.mjs'), name, String(threads), w.id]);
+const jsChild = (name) => (w, threads) => runChild(process.execPath,
+  [path.join(BENCH_DIR, 'child.mjs'), name, String(threads), w.id], { timeoutSeconds: timingOf(w).childTimeoutSeconds });
 
 // The browsers of the page rows (tests/e2e/driver/browsers.mjs's names).
 // WebKit as shipped has no SharedArrayBuffer: one thread.
@@ -282,7 +282,7 @@ function measureWorkloads(workloads, results, engines = ENGINES) {
       // and keeps its faster median.
       for (const pass of [1, 2, 3]) {
         for (const w of group.filter((x) => pass <= processes(x))) {
-          const { secondProcessBelowMs } = isDecode(w) ? config.decodeTiming : config.timing;
+          const { secondProcessBelowMs } = timingOf(w);
           for (const engine of engines) {
             if (!engine.threads.includes(threads) || !runs(engine, w)) continue;
             const slot = ((results[engine.name] ??= {})[threads] ??= {});

@@ -39,7 +39,18 @@ export function summary(results) {
     `${Math.round(mib(ours[6]))} MiB heap on W6 where onnxruntime-web needed ` +
     `${(mib(ort[6]) / 1024).toFixed(1)} GiB, and ran L = S = ${longest(ours)} where onnxruntime-web ` +
     `stopped at ${longest(ort)}; decoding (D1-D5) it was ${span(decode)} times as fast. ` +
-    `Native mha was ${span(native)} times as fast as onnxruntime-node (1 and 2 threads).`;
+    `Native mha was ${span(native)} times as fast as onnxruntime-node (1 and 2 threads).${models(results)}`;
+}
+
+// Issue 22's rows, when bench/RESULTS.md holds them: a run of their own, whose header line
+// (date · host · ...) comes before their section.
+function models(results) {
+  const at = results.indexOf('## Today\'s models');
+  if (at < 0) return '';
+  const header = results.slice(0, at).split('\n').filter((l) => /^\d{4}-\d\d-\d\dT/.test(l)).at(-1).split(' · ');
+  const ort = ratios(row(results.slice(at), '| **WebAssembly in Node**', 'onnxruntime-web', 2));
+  return ` In a run of issue 22's rows on ${header[1]}, mha-wasm on 2 threads was ${span(ort)} times as fast ` +
+    'as onnxruntime-web\'s GroupQueryAttention with a sliding window and soft-capping (V1, V1f, V2).';
 }
 
 // The README with its summary replaced by `text`.

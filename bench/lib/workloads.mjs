@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRng } from '../../web/demo/random.js';
 import { inputsFrom } from './inputs.mjs';
-import { REFERENCE_NAME, decodeInputsFrom } from './decode.mjs';
+import { REFERENCE_NAME, decodeInputsFrom, isDecode } from './decode.mjs';
 
 export const BENCH_DIR = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 export const ROOT_DIR = path.dirname(BENCH_DIR);
@@ -18,6 +18,10 @@ config.models = config.models.map(({ like, ...row }) => ({
   ...[...config.workloads, ...config.decode].find((w) => w.id === like), ...row, modelRow: true,
 }));
 export const isModelRow = (w) => w.modelRow === true;
+
+// The timing rule of a row: "timing" or "decodeTiming", with the row's own
+// "timing" fields over it (V1f: onnxruntime-web takes minutes a forward).
+export const timingOf = (w) => ({ ...(isDecode(w) ? config.decodeTiming : config.timing), ...w.timing });
 
 // Every workload by id (the decoding ones too), plus the GEMM probe and the
 // longest-sequence search (the W6 model at L = S = n, id "L<n>").
