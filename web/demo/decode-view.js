@@ -4,6 +4,7 @@
 // row by row; the time of every step is shown with it.
 import { decodeStep, resetDecoder } from './engine.js';
 import { attachTooltip, drawHeatmap, drawLegend } from './heatmap.js';
+import { missingMass } from './row-mass.js';
 
 const byId = (id) => document.getElementById(id);
 const PLAY_PAUSE_MS = 150;
@@ -101,7 +102,10 @@ export class DecodeView {
     const length = this.request ? sequenceLength(this.request) : steps;
     const status = byId('decode-status');
     const canvas = byId('decode-canvas');
+    // What a sink takes from the last row (0 without sinks).
+    const [sink] = (steps && missingMass(this.rows[steps - 1], 1, steps)) || [0];
     Object.assign(this.result.dataset, {
+      missingMass: String(sink),
       steps: String(steps),
       row: steps ? JSON.stringify(Array.from(this.rows[steps - 1])) : '',
       timeMs: steps ? String(this.times[steps - 1]) : '',
@@ -129,10 +133,11 @@ export class DecodeView {
     drawHeatmap(canvas, values, steps, length, { scale: 'sequential', range, cellWidth: cell });
     attachTooltip(canvas, this.tooltip, steps, length, (t, k) => (k > t
       ? `step ${t}: key ${k} not in the cache yet`
-      : `step ${t} (${formatTime(this.times[t])}) · query ${t} → key ${k}: ${values[t * length + k].toPrecision(4)}`));
+      : `step ${t} (${formatTime(this.times[t])}) · query ${t} → key ${k}: ${values[t * length + k].toPrecision(4)}` +
+        ` · row sum ${this.rows[t].reduce((a, b) => a + b, 0).toPrecision(4)}`));
     const sorted = [...this.times].sort((a, b) => a - b);
     status.textContent = `step ${steps} of ${length} · this step ${formatTime(this.times[steps - 1])} · ` +
       `median ${formatTime(sorted[sorted.length >> 1])} · the cache holds ${this.cacheLength} ` +
-      `key${this.cacheLength === 1 ? '' : 's'}`;
+      `key${this.cacheLength === 1 ? '' : 's'}${sink ? ` · the sink takes ${sink.toPrecision(3)} of this row` : ''}`;
   }
 }

@@ -6,6 +6,7 @@ import { MaskPainter } from './mask-painter.js';
 import { buildProblem, MAX_PAINTED_LENGTH } from './problem.js';
 import { medianTime, renderResults } from './results-view.js';
 import { parseSafetensors } from './safetensors-file.js';
+import { readScoreSettings, syncScoreControls } from './score-options.js';
 import { describeWeightsFile } from './weights-file.js';
 
 const byId = (id) => document.getElementById(id);
@@ -50,6 +51,7 @@ function readSettings() {
     needWeights: byId('need-weights').checked,
     averaged: checkedValue('average') === 'averaged',
     repeats: numberOf('repeats'),
+    score: readScoreSettings(),
   };
 }
 
@@ -87,8 +89,10 @@ function clearMessage() {
 const exposeTensor = (tensor) =>
   tensor && tensor.data.length <= MAX_EXPOSED_VALUES ? JSON.stringify({ shape: tensor.shape, data: Array.from(tensor.data) }) : '';
 
-function recordRun(state, reply) {
+// check: the run's check against a fixture or the JS reference (renderResults'), or null.
+function recordRun(state, reply, check = null) {
   result.dataset.state = state;
+  result.dataset.check = check ? JSON.stringify(check) : '';
   result.dataset.runs = String(Number(result.dataset.runs) + 1);
   result.dataset.output = exposeTensor(reply?.output);
   result.dataset.weights = exposeTensor(reply?.weights);
@@ -141,7 +145,9 @@ function syncControls() {
   const needsCross = Boolean(file?.config.kdim || file?.config.vdim);
   form.querySelector('input[name="attention"][value="self"]').disabled = needsCross;
   if (needsCross) form.querySelector('input[name="attention"][value="cross"]').checked = true;
-  for (const name of ['shape', 'masks', 'outputs']) form.querySelector(`[data-${name}]`).disabled = fixtureLocked;
+  for (const name of ['shape', 'masks', 'score', 'outputs']) form.querySelector(`[data-${name}]`).disabled = fixtureLocked;
+  const listed = file && !file.fixture && loadedFile.modules.find((m) => m.prefix === file.prefix);
+  syncScoreControls(readScoreSettings(), listed ? Boolean(listed.sinks) : null);
   if (fixtureLocked) showFixtureSettings(file);
 
   const current = readSettings();
@@ -270,10 +276,10 @@ async function runNow() {
     const reply = await runRequest(problem.request);
     lastRun = { problem, reply };
     setBatchItems(problem.view.batch);
-    renderResults(problem, reply, Number(byId('batch-item').value), tooltip);
+    const check = renderResults(problem, reply, Number(byId('batch-item').value), tooltip);
     clearMessage();
     showStale(false);
-    recordRun('done', reply);
+    recordRun('done', reply, check);
   } catch (error) {
     showMessage(error.message);
     showStale(true);

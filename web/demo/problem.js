@@ -2,6 +2,7 @@
 // what the views need to know to draw the results. Bad settings throw Errors meant for people.
 import { buildPreset, presetHeadNames } from './preset-weights.js';
 import { createRng, normalTensor, randomStateDict } from './random.js';
+import { scoreOptions } from './score-options.js';
 
 const LIMITS = {
   embedDim: [1, 2048], numHeads: [1, 256], queryLength: [1, 2048], keyLength: [1, 2048], batch: [1, 64],
@@ -136,6 +137,9 @@ function generatedProblem(settings, file, painted) {
     const value = settings.selfAttention && !config.vdim ? query : normalTensor([s, n, config.vdim ?? config.embedDim], inputRng);
     inputs = { query, key, value };
   }
+  const score = scoreOptions(settings.score, config.numHeads, settings.source === 'file');
+  config = { ...config, ...score.config };
+  if (score.sinkLogits) params.tensors = { ...params.tensors, sinks: { data: score.sinkLogits, shape: [config.numHeads] } };
   const options = { ...buildMasks(settings, painted), needWeights: settings.needWeights, averageAttnWeights: settings.averaged };
   return { config, params, inputs, options, headNames };
 }
@@ -157,7 +161,9 @@ export function buildProblem(settings, file, painted) {
   if (view.needWeights && view.batch * view.heads * view.queryLength * view.keyLength > MAX_WEIGHT_VALUES) {
     throw new Error(`attention weights of ${view.batch} x ${view.heads} x ${view.queryLength} x ${view.keyLength} are too many to draw; turn "need weights" off or use shorter sequences`);
   }
-  const modelKey = JSON.stringify([settings.source, settings.seed, problem.config, settings.source === 'preset' && [view.queryLength, view.keyLength], file?.id, file?.prefix]);
+  const sinks = problem.params.tensors?.sinks;
+  const modelKey = JSON.stringify([settings.source, settings.seed, problem.config, settings.source === 'preset' && [view.queryLength, view.keyLength],
+    file?.id, file?.prefix, sinks && Array.from(sinks.data)]);
   return {
     request: { modelKey, config: problem.config, params: problem.params, inputs: problem.inputs, options: problem.options, repeats: settings.repeats },
     view,

@@ -1,7 +1,9 @@
-// Draws a finished run: the attention maps, the output, the timing and the check against a
-// fixture's expected output.
+// Draws a finished run: the attention maps (with the mass a sink takes), the output, the timing
+// and the check against a fixture's expected output or the JS reference.
 import { compareTensors } from './compare.js';
 import { attachTooltip, drawHeatmap, drawLegend, scaleRange } from './heatmap.js';
+import { referenceForward } from './reference.js';
+import { appendMissingMassStrip, missingMass } from './row-mass.js';
 
 const byId = (id) => document.getElementById(id);
 // Cell size in CSS pixels so `count` cells span about `span` pixels: whole pixels up to `largest`,
@@ -82,7 +84,16 @@ function renderWeights({ view, headNames }, weights, n, tooltip) {
     drawHeatmap(canvas, map.values, view.queryLength, view.keyLength, { scale: 'sequential', range, cellWidth: cell });
     attachTooltip(canvas, tooltip, view.queryLength, view.keyLength, (r, c) =>
       `${map.title} · query ${r} → ${keyLabel(view, c)}: ${formatValue(map.values[r * view.keyLength + c])}`);
-    figure.append(caption, canvas);
+    const row = document.createElement('div');
+    row.className = 'map-row';
+    row.append(canvas);
+    const missing = missingMass(map.values, view.queryLength, view.keyLength);
+    if (missing) {
+      appendMissingMassStrip(row, missing, cell, tooltip);
+      const finite = missing.filter(Number.isFinite);
+      caption.textContent += ` · the sink takes ${formatValue(Math.min(...finite))}–${formatValue(Math.max(...finite))} of a row`;
+    }
+    figure.append(caption, row);
     container.append(figure);
   }
 }
@@ -108,23 +119,44 @@ function renderStats(problem, reply) {
   const { view } = problem;
   byId('stat-shape').textContent = `N ${view.batch} · L ${view.queryLength} · S ${view.keyLength} · E ${view.embedDim} · H ${view.heads}`;
   byId('stat-shape-note').textContent = `${(problem.flops / 1e6).toFixed(2)} MFLOP per forward`;
-  const card = byId('stat-check-card');
-  card.hidden = !problem.expected?.output;
-  if (card.hidden) return;
-  const checks = [['output', reply.output, problem.expected.output], ['weights', reply.weights, problem.expected.weights]]
-    .filter(([, actual, expected]) => actual && expected)
-    .map(([name, actual, expected]) => ({ name, ...compareTensors(actual, expected) }));
-  const ok = checks.every((c) => c.ok);
+  return renderCheck(problem, reply);
+}
+
+// What the run is checked against: a fixture's expected results, else the JS reference (computed
+// once per run), or why neither applies.
+function expectationOf(problem) {
+  problem.expectation ??= problem.expected?.output
+    ? { against: 'expected in file', ...problem.expected }
+    : { against: 'JS reference', ...referenceForward(problem.request) };
+  return problem.expectation;
+}
+
+// Shows the check and returns it: { against, ok, maxAbsError } or { against, skipped }.
+function renderCheck(problem, reply) {
+  const expected = expectationOf(problem);
+  byId('stat-check-label').textContent = `vs. ${expected.against}`;
   const value = byId('stat-check');
+  if (expected.skipped) {
+    value.textContent = 'not checked';
+    value.className = 'stat-value small';
+    byId('stat-check-note').textContent = expected.skipped;
+    return { against: expected.against, skipped: expected.skipped };
+  }
+  const checks = [['output', reply.output, expected.output], ['weights', reply.weights, expected.weights]]
+    .filter(([, actual, wanted]) => actual && wanted)
+    .map(([name, actual, wanted]) => ({ name, ...compareTensors(actual, wanted) }));
+  const ok = checks.every((c) => c.ok);
   value.textContent = ok ? `✓ matches (${checks.map((c) => c.name).join(' + ')})` : '✗ differs';
   value.className = `stat-value small ${ok ? 'good' : 'bad'}`;
   byId('stat-check-note').textContent = checks.map((c) => `${c.name}: max |err| ${c.maxAbsError.toExponential(1)}${c.ok ? '' : `, ${c.message}`}`).join('; ');
+  return { against: expected.against, ok, maxAbsError: Math.max(...checks.map((c) => c.maxAbsError)) };
 }
 
+// Returns the check of the run (renderCheck's).
 export function renderResults(problem, reply, batchItem, tooltip) {
-  renderStats(problem, reply);
   renderWeights(problem, reply.weights, batchItem, tooltip);
   renderOutput(problem, reply.output, batchItem, tooltip);
+  return renderStats(problem, reply);
 }
 
 export function medianTime(reply) {
