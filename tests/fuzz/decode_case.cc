@@ -7,6 +7,7 @@
 
 #include "src/multihead_attention.h"
 #include "tests/fuzz/fuzz_check.h"
+#include "tests/fuzz/fuzz_options.h"
 #include "tests/fuzz/reference_mha.h"
 
 namespace mha_fuzz {
@@ -36,11 +37,11 @@ mha::MultiheadAttentionConfig FuzzConfig(FuzzInput& in) {
   if (qk >= 2 && in.Bool()) {
     c.rotary.enabled = true;
     c.rotary.dim = 2 * in.Int(1, static_cast<int>(qk / 2));
-    const double bases[] = {10000.0, 100.0, 3.0};
-    c.rotary.base = bases[in.Int(0, 2)];
     c.rotary.interleaved = in.Bool();
+    FuzzRotaryTable(in, &c.rotary);
   }
   FuzzQkNorm(in, &c.qk_norm);
+  FuzzScoreOptions(in, true, &c);
   // A left window (a rolling cache needs one).
   if (in.Int(0, 3) == 0) c.window.left = in.Int(0, 4);
   return c;
@@ -163,10 +164,8 @@ std::string DecodeCase(FuzzInput& in, mha::ThreadPool* pool) {
         "decode call " + std::to_string(call) + " (P " + std::to_string(P) + ", L " +
         std::to_string(L) + ", S_new " + std::to_string(S) + "; H " + std::to_string(c.num_heads) +
         ", Hkv " + std::to_string(c.num_kv_heads) + ", E " + std::to_string(E) + ", head dims " +
-        std::to_string(c.qk_head_dim) + "/" + std::to_string(c.v_head_dim) + ", rotary " +
-        (c.rotary.enabled ? std::to_string(c.rotary.dim) + (c.rotary.interleaved ? " interleaved" : "")
-                          : "off") +
-        (half ? ", float16" : "") + (o.is_causal ? ", causal" : "") +
+        std::to_string(c.qk_head_dim) + "/" + std::to_string(c.v_head_dim) +
+        DescribeOptions(c) + (half ? ", float16" : "") + (o.is_causal ? ", causal" : "") +
         (o.key_padding_mask.present() ? ", kpm" : "") + (o.attn_mask.present() ? ", attn_mask" : "") +
         (o.need_weights ? ", weights" : "") + (positions.empty() ? "" : ", positions") +
         (rolling ? ", rolling, left " + std::to_string(left) + ", max_length " +

@@ -9,6 +9,7 @@
 #include "tests/fuzz/decode_case.h"
 #include "tests/fuzz/fuzz_cases.h"
 #include "tests/fuzz/fuzz_check.h"
+#include "tests/fuzz/fuzz_options.h"
 #include "tests/fuzz/reference_mha.h"
 
 namespace mha_fuzz {
@@ -128,15 +129,7 @@ std::string MhaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
   config.batch_first = in.Bool();
   // The score options of today's models; window and ALiBi only where every key
   // has a position (Create refuses them with bias_k or zero attention).
-  if (in.Int(0, 3) == 0) config.scale = in.Bool() ? 1.0f : 0.3f;
-  if (in.Int(0, 3) == 0) config.softcap = in.Bool() ? 0.7f : 20.0f;
-  const bool positional = !config.add_bias_kv && !config.add_zero_attn;
-  if (positional && in.Int(0, 3) == 0) config.window = {in.Int(-1, 4), in.Int(-1, 4)};
-  if (positional && in.Int(0, 3) == 0) {
-    config.alibi.enabled = true;
-    config.alibi.symmetric = in.Bool();
-  }
-  config.sinks = in.Int(0, 3) == 0;
+  FuzzScoreOptions(in, !config.add_bias_kv && !config.add_zero_attn, &config);
   FuzzQkNorm(in, &config.qk_norm);
   std::unique_ptr<mha::MultiheadAttention> module;
   const mha::Status created = mha::MultiheadAttention::Create(config, &module);

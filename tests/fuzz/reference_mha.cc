@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "tests/fuzz/reference_rope.h"
+
 namespace mha_fuzz {
 namespace {
 
@@ -71,22 +73,26 @@ std::vector<double> Gather(const mha::TensorView& t, size_t seq, size_t n_batch,
 
 // Turns the first rotary.dim features of each `heads`-head row of x (rows
 // n * seq + t at position first + t, or positions[n * seq + t] when given)
-// by position * base^(-2i/dim).
+// by position * inv_i, cos and sin times the attention factor
+// (reference_rope.cc).
 void Rotate(const mha::RotaryConfig& r, size_t seq, size_t first, const int32_t* positions,
             size_t heads, size_t head_dim, std::vector<double>* x) {
   if (!r.enabled) return;
-  const size_t dim = r.dim, half = dim / 2, width = heads * head_dim;
+  double attention;
+  const std::vector<double> inv = ReferenceInvFreq(r, &attention);
+  const size_t half = inv.size(), width = heads * head_dim;
   for (size_t row = 0; row < x->size() / width; ++row) {
     const double position = positions != nullptr ? double(positions[row]) : double(first + row % seq);
     for (size_t h = 0; h < heads; ++h) {
       double* v = x->data() + row * width + h * head_dim;
       for (size_t i = 0; i < half; ++i) {
-        const double angle = position * std::pow(r.base.value_or(10000.0), -2.0 * double(i) / double(dim));
+        const double cos = std::cos(position * inv[i]) * attention;
+        const double sin = std::sin(position * inv[i]) * attention;
         double& a = v[r.interleaved ? 2 * i : i];
         double& b = v[r.interleaved ? 2 * i + 1 : i + half];
         const double a0 = a, b0 = b;
-        a = a0 * std::cos(angle) - b0 * std::sin(angle);
-        b = b0 * std::cos(angle) + a0 * std::sin(angle);
+        a = a0 * cos - b0 * sin;
+        b = b0 * cos + a0 * sin;
       }
     }
   }
