@@ -27,9 +27,9 @@ export function weightBytes(w) {
 }
 
 // What one step must read from memory at least: every weight once and every
-// key and value the step attends to once.
+// key and value the step attends to once (a window's at most).
 export function stepBytes(w) {
-  return weightBytes(w) + cacheBytes(w, w.past + (w.cross ? 0 : w.L));
+  return weightBytes(w) + cacheBytes(w, Math.min(w.past + (w.cross ? 0 : w.L), w.window ?? Infinity));
 }
 
 // { rows, encoder, pastKey, pastValue } as Float32Arrays, from the files
