@@ -12,8 +12,25 @@
 namespace mha {
 
 const char* KVCacheDtypeName(KVCacheDtype dtype) {
-  return dtype == KVCacheDtype::kFloat16 ? "float16" : "float32";
+  switch (dtype) {
+    case KVCacheDtype::kFloat16: return "float16";
+    case KVCacheDtype::kBFloat16: return "bfloat16";
+    default: return "float32";
+  }
 }
+
+namespace {
+
+// Bytes of one stored key or value feature.
+size_t ElementSize(KVCacheDtype dtype) { return dtype == KVCacheDtype::kFloat32 ? 4 : 2; }
+
+// The key and value elements of a cache of config c.
+size_t Elements(const KVCacheConfig& c) {
+  const size_t rows = static_cast<size_t>(c.batch_size * c.max_length * c.num_kv_heads);
+  return rows * static_cast<size_t>(c.head_dim + c.v_head_dim);
+}
+
+}  // namespace
 
 KVCache::KVCache(const KVCacheConfig& config, uint64_t owner)
     : config_(config), owner_(owner), state_(new State) {}
@@ -21,6 +38,8 @@ KVCache::KVCache(const KVCacheConfig& config, uint64_t owner)
 KVCache::~KVCache() = default;
 
 int64_t KVCache::length() const { return state_->length.load(std::memory_order_acquire); }
+
+size_t KVCache::bytes() const { return Elements(config_) * ElementSize(config_.dtype); }
 
 Status KVCache::Create(const KVCacheConfig& config, std::unique_ptr<KVCache>* out) {
   return KVCacheAccess::Create(config, 0, out);
@@ -39,7 +58,7 @@ Status KVCacheAccess::Create(const KVCacheConfig& config, uint64_t owner,
                                      std::to_string(value));
     }
   }
-  const size_t element_size = c.dtype == KVCacheDtype::kFloat16 ? 2 : 4;
+  const size_t element_size = ElementSize(c.dtype);
   const double rows = static_cast<double>(c.batch_size) * static_cast<double>(c.max_length);
   const double widest = static_cast<double>(c.num_kv_heads) *
                         static_cast<double>(c.head_dim > c.v_head_dim ? c.head_dim : c.v_head_dim);
@@ -65,7 +84,7 @@ Status KVCacheAccess::Create(const KVCacheConfig& config, uint64_t owner,
   if (!state.keys || !state.values || !state.reorder_marks) {
     return Status::OutOfMemory("cache: not enough memory for max_length " +
                                std::to_string(c.max_length) + " (" +
-                               std::to_string((key_elements + value_elements) * element_size) +
+                               std::to_string(cache->bytes()) +
                                " bytes)");
   }
   *out = std::move(cache);
@@ -167,7 +186,7 @@ Status KVCache::Reorder(const int32_t* indices, size_t count) {
     }
   }
   const size_t held = static_cast<size_t>(state_->length.load(std::memory_order_relaxed));
-  const size_t element = config_.dtype == KVCacheDtype::kFloat16 ? 2 : 4;
+  const size_t element = ElementSize(config_.dtype);
   const size_t heads = static_cast<size_t>(config_.num_kv_heads);
   const size_t max_length = static_cast<size_t>(config_.max_length);
   const size_t k_row = static_cast<size_t>(config_.head_dim) * element;
@@ -204,6 +223,8 @@ namespace {
 void Store(const float* src, size_t count, KVCacheDtype dtype, uint8_t* dst) {
   if (dtype == KVCacheDtype::kFloat16) {
     kernels::FloatToHalf(src, count, reinterpret_cast<uint16_t*>(dst));
+  } else if (dtype == KVCacheDtype::kBFloat16) {
+    kernels::FloatToBFloat16(src, count, reinterpret_cast<uint16_t*>(dst));
   } else {
     std::memcpy(dst, src, count * sizeof(float));
   }
@@ -212,7 +233,7 @@ void Store(const float* src, size_t count, KVCacheDtype dtype, uint8_t* dst) {
 void WriteRows(const NewKVRows& rows, size_t new_keys, const KVCacheConfig& c,
                size_t head_dim, size_t start, uint8_t* storage) {
   const size_t heads = static_cast<size_t>(c.num_kv_heads);
-  const size_t element = c.dtype == KVCacheDtype::kFloat16 ? 2 : 4;
+  const size_t element = ElementSize(c.dtype);
   const size_t max_length = static_cast<size_t>(c.max_length);
   for (size_t n = 0; n < static_cast<size_t>(c.batch_size); ++n) {
     for (size_t g = 0; g < heads; ++g) {
@@ -249,9 +270,11 @@ KVRows KVCacheAccess::Read(const KVCache& cache) {
   rows.v_batch = heads * rows.v_head;
   const uint8_t* keys = cache.state_->keys.get();
   const uint8_t* values = cache.state_->values.get();
-  if (c.dtype == KVCacheDtype::kFloat16) {
-    rows.keys_half = reinterpret_cast<const uint16_t*>(keys);
-    rows.values_half = reinterpret_cast<const uint16_t*>(values);
+  if (c.dtype != KVCacheDtype::kFloat32) {
+    rows.storage = c.dtype == KVCacheDtype::kFloat16 ? kernels::Storage::kFloat16
+                                                     : kernels::Storage::kBFloat16;
+    rows.keys16 = reinterpret_cast<const uint16_t*>(keys);
+    rows.values16 = reinterpret_cast<const uint16_t*>(values);
   } else {
     rows.keys = reinterpret_cast<const float*>(keys);
     rows.values = reinterpret_cast<const float*>(values);

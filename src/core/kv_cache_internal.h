@@ -24,7 +24,7 @@ namespace mha {
 // So a head's keys are one contiguous run that decoding streams through
 // (position-major rows made each head read a slice of every row, and the
 // prefetched rest of the row was gone before the next head needed it).
-// Elements are float, or uint16_t (IEEE half bits) for kFloat16.
+// Elements are float, or uint16_t (IEEE half or bfloat16 bits).
 struct KVCache::State {
   std::mutex mutex;  // held by each call that reads or writes the cache
   // Written under `mutex`; read without it by KVCache::length().
@@ -44,23 +44,25 @@ struct NewKVRows {
 
 // Where attention reads keys and values: row j of the keys of batch entry n,
 // key/value head g starts at keys + n * k_batch + g * k_head + j * k_step
-// (values likewise), or in the float16 rows keys_half / values_half when
-// those are set. Callers describe their own inputs with one;
-// KVCacheAccess::Read describes the cache.
+// (values likewise), or in the 16-bit rows keys16 / values16 when storage
+// says so. Callers describe their own inputs with one; KVCacheAccess::Read
+// describes the cache.
 struct KVRows {
   const float* keys = nullptr;
   const float* values = nullptr;
-  const uint16_t* keys_half = nullptr;
-  const uint16_t* values_half = nullptr;
+  kernels::Storage storage = kernels::Storage::kFloat32;
+  const uint16_t* keys16 = nullptr;
+  const uint16_t* values16 = nullptr;
   size_t k_batch = 0, k_head = 0, k_step = 0;
   size_t v_batch = 0, v_head = 0, v_step = 0;
 
   // Points `head` at the keys and values of entry n, head g (and sets its strides).
   void PointHead(size_t n, size_t g, kernels::AttentionHead* head) const {
     const size_t k = n * k_batch + g * k_head, v = n * v_batch + g * v_head;
-    if (keys_half != nullptr) {
-      head->k_half = keys_half + k;
-      head->v_half = values_half + v;
+    head->storage = storage;
+    if (storage != kernels::Storage::kFloat32) {
+      head->k16 = keys16 + k;
+      head->v16 = values16 + v;
     } else {
       head->k = keys + k;
       head->v = values + v;
@@ -91,7 +93,7 @@ class KVCacheAccess {
   static Status CheckAppend(const KVCache& cache, int64_t new_keys);
 
   // Stores new_keys keys and values per batch entry at positions length()..
-  // (converted to float16 if so stored). They count only after Grow; the
+  // (converted to the cache's dtype). They count only after Grow; the
   // caller holds the lock and has checked CheckAppend(new_keys).
   static void Write(KVCache& cache, const NewKVRows& keys, const NewKVRows& values,
                     size_t new_keys);
@@ -102,8 +104,8 @@ class KVCacheAccess {
     cache.state_->length.store(length, std::memory_order_release);
   }
 
-  // The storage, for attention: float32 rows, or float16 ones (keys_half,
-  // values_half) that the kernels convert as they read them.
+  // The storage, for attention: float32 rows, or 16-bit ones (keys16,
+  // values16) that the kernels convert as they read them.
   static KVRows Read(const KVCache& cache);
 };
 

@@ -101,8 +101,10 @@ mha::Status ReadDecodeConfig(const Fixture& f, DecodeConfig* out) {
   }
   c.batch_size = Int(v, "batch_size");
   c.max_length = Int(v, "max_length");
-  c.dtype = v.Find("dtype")->string == "float16" ? mha::KVCacheDtype::kFloat16
-                                                 : mha::KVCacheDtype::kFloat32;
+  const std::string& dtype = v.Find("dtype")->string;
+  c.dtype = dtype == "float16"    ? mha::KVCacheDtype::kFloat16
+            : dtype == "bfloat16" ? mha::KVCacheDtype::kBFloat16
+                                  : mha::KVCacheDtype::kFloat32;
   c.enable_gqa = Bool(v, "enable_gqa");
   for (const mha::json::Value& s : v.Find("steps")->array) {
     Step step;
