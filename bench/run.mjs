@@ -121,7 +121,8 @@ const nativeDecode = (cache) => (w, threads) => (fs.existsSync(DECODE_BENCH)
 // family: which engine the ratio divides by (the `ours` of the same family).
 // rows: which workloads an engine runs: W (forwards), D (decoding steps), M
 // (issue 22's rows, "models" in workloads.json). A row with a "model" of
-// another row's (D2h's float16 cache, the option rows) is ours only.
+// another row's (the option rows) and a D row's dtype variants (16-bit
+// caches) are ours only.
 const ENGINES = [
   { name: 'mha-wasm', family: 'wasm', ours: true, rows: 'WDM', threads: THREADS, run: jsChild('mha-wasm') },
   { name: 'mha-wasm no cache', family: 'wasm', rows: 'D', baseline: true, threads: THREADS,
@@ -408,7 +409,7 @@ async function main() {
     return;
   }
   const ids = argv.filter((a) => !a.startsWith('--'));
-  // A decoding row brings its variants (D2: D2h, its float16 cache).
+  // A decoding row brings its variants (D2: D2h and D2b, its float16 and bfloat16 caches).
   const variants = (id) => config.decode.filter((w) => w.model === id).map((w) => w.id);
   const workloads = ids.length
     ? [...new Set(ids.flatMap((id) => [id, ...variants(id)]))].map(findWorkload)

@@ -99,8 +99,11 @@ TensorView TensorFrom(const val& tensor) {
                     ShapeFrom(tensor["shape"])};
 }
 
+// JS checked that it is one of KVCacheDtypeName's names.
 KVCacheDtype DtypeFrom(const val& dtype) {
-  return dtype.as<std::string>() == "float16" ? KVCacheDtype::kFloat16 : KVCacheDtype::kFloat32;
+  const std::string name = dtype.as<std::string>();
+  if (name == "float16") return KVCacheDtype::kFloat16;
+  return name == "bfloat16" ? KVCacheDtype::kBFloat16 : KVCacheDtype::kFloat32;
 }
 
 // What one call left behind for JS: the error message, a plain JS value, or
@@ -214,6 +217,7 @@ class KVCacheBinding {
     return result.Record(KVCache::Create(c, &cache_));
   }
   double length() const { return static_cast<double>(cache_->length()); }
+  double bytes() const { return static_cast<double>(cache_->bytes()); }
   int truncate(double length, CallResult& result) {
     return result.Record(cache_->Truncate(static_cast<int64_t>(length)));
   }
@@ -421,6 +425,7 @@ EMSCRIPTEN_BINDINGS(mha) {
       .constructor<>()
       .function("createFree", &KVCacheBinding::createFree)
       .function("length", &KVCacheBinding::length)
+      .function("bytes", &KVCacheBinding::bytes)
       .function("truncate", &KVCacheBinding::truncate)
       .function("reorder", &KVCacheBinding::reorder);
 }

@@ -22,7 +22,9 @@ node --test tests/js/
 RELAXED=(--experimental-wasm-relaxed-simd)
 if node "${RELAXED[@]}" -e 'process.exit(0)' 2>/dev/null &&
    ! node -e 'import("./web/src/load.js").then((m) => process.exit(m.relaxedSimdSupported() ? 0 : 1))'; then
-  node "${RELAXED[@]}" --test tests/js/fixtures.test.js tests/js/info.test.js tests/js/relaxed_simd.test.js
+  # (decoding too: its attention and rotary kernels fuse their multiply-adds there)
+  node "${RELAXED[@]}" --test tests/js/fixtures.test.js tests/js/decoding_fixtures.test.js \
+    tests/js/float16_specials.test.js tests/js/info.test.js tests/js/relaxed_simd.test.js
 fi
 
 # Browser end-to-end tests (package, proxy, demo, decoding, bundled apps) in Chromium, Firefox

@@ -2,7 +2,7 @@
 // DESIGN.md, "Decoding: KV cache, grouped-query heads, rotary positions").
 //
 // A cache holds up to max_length keys (and their values) per batch entry and
-// key/value head, in float32 or IEEE float16. All its memory is allocated at
+// key/value head, in float32, IEEE float16 or bfloat16. All its memory is allocated at
 // creation: appending never allocates, so memory is what max_length says.
 // Keys are stored as attention reads them (projected, biased and rotated).
 //
@@ -24,9 +24,9 @@
 
 namespace mha {
 
-enum class KVCacheDtype { kFloat32, kFloat16 };
+enum class KVCacheDtype { kFloat32, kFloat16, kBFloat16 };
 
-// "float32" / "float16", as JS names them.
+// "float32" / "float16" / "bfloat16", as JS names them.
 const char* KVCacheDtypeName(KVCacheDtype dtype);
 
 struct KVCacheConfig {
@@ -62,6 +62,9 @@ class KVCache {
   // Keys in memory per batch entry, the last held() positions: length()
   // unless rolling, where it stops at max_length.
   int64_t held() const;
+
+  // Bytes its storage of keys and values takes (what max_length says).
+  size_t bytes() const;
 
   // Keeps the first `length` keys (0 <= length <= length()); the rest are
   // forgotten. A rolling cache of a module with left window `left` needs

@@ -160,13 +160,16 @@ export interface RopeScaling {
   mscale_all_dim?: number | null;
 }
 
-export type KVCacheDtype = 'float32' | 'float16';
+export type KVCacheDtype = 'float32' | 'float16' | 'bfloat16';
 
 export interface KVCacheOptions {
   batchSize: number;
   /** Keys it can hold; all its memory is allocated at creation. */
   maxLength: number;
-  /** Default 'float32'; 'float16' halves memory and bandwidth (about 1e-3 relative). */
+  /**
+   * Default 'float32'; 'float16' and 'bfloat16' halve memory and bandwidth (about 1e-3 and 8e-3
+   * relative: 11 and 8 significant bits).
+   */
   dtype?: KVCacheDtype;
 }
 
@@ -190,6 +193,8 @@ export interface KVCache {
   readonly maxLength: number;
   readonly batchSize: number;
   readonly dtype: KVCacheDtype;
+  /** Bytes its keys and values take, all allocated at creation. */
+  readonly bytes: number;
   /**
    * Keeps the first n keys; resolves once done (calls run in order, so after the calls sent
    * before it). n not an integer >= 0 throws; n > length rejects with MHAError.

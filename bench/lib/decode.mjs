@@ -9,7 +9,7 @@ export const isDecode = (w) => w.past !== undefined;
 
 export const headDim = (w) => w.E / w.H;
 
-const cacheElementBytes = (w) => (w.dtype === 'float16' ? 2 : 4);
+const cacheElementBytes = (w) => (w.dtype === 'float32' ? 4 : 2);
 
 // Bytes of the keys and values a cache of `length` positions holds.
 export function cacheBytes(w, length) {
@@ -60,5 +60,8 @@ export const noCacheNotCompared = (w) =>
   (w.rotary && w.past > 0 ? 'rotary positions start at 0 without a cache' : undefined);
 
 // Elementwise tolerance against the float64 reference: DESIGN.md's (1e-4 abs
-// or 1e-3 rel) for float32 caches; float16 keys and values carry 11 bits.
-export const tolerance = (w) => (w.dtype === 'float16' ? { abs: 1e-3, rel: 1e-2 } : { abs: 1e-4, rel: 1e-3 });
+// or 1e-3 rel) for float32 caches; float16 keys and values carry 11 bits,
+// bfloat16 ones 8 (a spacing 2^3 times wider).
+const TOLERANCES = { float32: { abs: 1e-4, rel: 1e-3 }, float16: { abs: 1e-3, rel: 1e-2 },
+  bfloat16: { abs: 8e-3, rel: 8e-2 } };
+export const tolerance = (w) => TOLERANCES[w.dtype];

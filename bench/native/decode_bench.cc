@@ -8,7 +8,7 @@
 // Arguments are key=value (bench/run.mjs passes them):
 //   params=<.safetensors> data=<input prefix, e.g. build/bench/data/D1> out=<output .f32>
 //   E= H= kv_heads= past= L= cross=0|1 causal=0|1 bias=0|1 rotary_dim= (0: none)
-//   rotary_base= dtype=float32|float16 cache=0|1 threads=
+//   rotary_base= dtype=float32|float16|bfloat16 cache=0|1 threads=
 //   and issue 22's options (bench_util.h's ApplyModelOptions)
 //   warmup_reps= warmup_ms= budget_ms= min_reps= max_reps=
 #include <cstdio>
@@ -66,8 +66,10 @@ int main(int argc, char** argv) {
   std::unique_ptr<mha::KVCache> cache;
   std::function<void()> forward, before;
   if (GetInt(args, "cache")) {
-    const auto dtype = Get(args, "dtype") == "float16" ? mha::KVCacheDtype::kFloat16
-                                                       : mha::KVCacheDtype::kFloat32;
+    const std::string name = Get(args, "dtype");
+    const auto dtype = name == "float16"    ? mha::KVCacheDtype::kFloat16
+                       : name == "bfloat16" ? mha::KVCacheDtype::kBFloat16
+                                            : mha::KVCacheDtype::kFloat32;
     Check(module->CreateKVCache(1, past + (cross ? 0 : L), dtype, &cache));
     options.cache = cache.get();
     options.is_causal = causal;

@@ -21,7 +21,7 @@ std::atomic<size_t> g_forced_keys_per_range{0};  // SetDecodeSplitForTesting
 std::atomic<size_t> g_split_calls{0};
 
 bool SameKeys(const AttentionHead& a, const AttentionHead& b) {
-  return a.k == b.k && a.v == b.v && a.k_half == b.k_half && a.v_half == b.v_half &&
+  return a.k == b.k && a.v == b.v && a.k16 == b.k16 && a.v16 == b.v16 &&
          a.rule.key_bias == b.rule.key_bias && a.masked_keys == b.masked_keys;
 }
 
@@ -37,9 +37,10 @@ void AddRows(const AttentionHead& head, DecodeGroup* group) {
 
 DecodeGroup StartGroup(const AttentionHead& head) {
   DecodeGroup g;
-  g.half = head.k_half != nullptr;
-  g.k = g.half ? static_cast<const void*>(head.k_half) : head.k;
-  g.v = g.half ? static_cast<const void*>(head.v_half) : head.v;
+  g.storage = head.storage;
+  const bool narrow = head.storage != kernels::Storage::kFloat32;
+  g.k = narrow ? static_cast<const void*>(head.k16) : head.k;
+  g.v = narrow ? static_cast<const void*>(head.v16) : head.v;
   g.k_stride = head.k_stride;
   g.v_stride = head.v_stride;
   g.ring = head.ring;

@@ -12,8 +12,22 @@
 namespace mha {
 
 const char* KVCacheDtypeName(KVCacheDtype dtype) {
-  return dtype == KVCacheDtype::kFloat16 ? "float16" : "float32";
+  switch (dtype) {
+    case KVCacheDtype::kFloat16: return "float16";
+    case KVCacheDtype::kBFloat16: return "bfloat16";
+    default: return "float32";
+  }
 }
+
+namespace {
+
+// The key and value elements of a cache of config c.
+size_t Elements(const KVCacheConfig& c) {
+  const size_t rows = static_cast<size_t>(c.batch_size * c.max_length * c.num_kv_heads);
+  return rows * static_cast<size_t>(c.head_dim + c.v_head_dim);
+}
+
+}  // namespace
 
 KVCache::KVCache(const KVCacheConfig& config, uint64_t owner, int64_t window_left)
     : config_(config), owner_(owner), window_left_(window_left), state_(new State) {}
@@ -22,6 +36,8 @@ KVCache::~KVCache() = default;
 
 int64_t KVCache::length() const { return state_->length.load(std::memory_order_acquire); }
 int64_t KVCache::held() const { return state_->held.load(std::memory_order_acquire); }
+
+size_t KVCache::bytes() const { return Elements(config_) * ElementSize(config_.dtype); }
 
 Status KVCache::Create(const KVCacheConfig& config, std::unique_ptr<KVCache>* out) {
   return KVCacheAccess::Create(config, 0, 0, out);
@@ -40,7 +56,7 @@ Status KVCacheAccess::Create(const KVCacheConfig& config, uint64_t owner, int64_
                                      std::to_string(value));
     }
   }
-  const size_t element_size = c.dtype == KVCacheDtype::kFloat16 ? 2 : 4;
+  const size_t element_size = ElementSize(c.dtype);
   const double rows = static_cast<double>(c.batch_size) * static_cast<double>(c.max_length);
   const double widest = static_cast<double>(c.num_kv_heads) *
                         static_cast<double>(c.head_dim > c.v_head_dim ? c.head_dim : c.v_head_dim);
@@ -71,7 +87,7 @@ Status KVCacheAccess::Create(const KVCacheConfig& config, uint64_t owner, int64_
   if (!state.keys || !state.values || !state.reorder_marks) {
     return Status::OutOfMemory("cache: not enough memory for max_length " +
                                std::to_string(c.max_length) + " (" +
-                               std::to_string((key_elements + value_elements) * element_size) +
+                               std::to_string(cache->bytes()) +
                                " bytes)");
   }
   *out = std::move(cache);
@@ -167,6 +183,8 @@ namespace {
 void Store(const float* src, size_t count, KVCacheDtype dtype, uint8_t* dst) {
   if (dtype == KVCacheDtype::kFloat16) {
     kernels::FloatToHalf(src, count, reinterpret_cast<uint16_t*>(dst));
+  } else if (dtype == KVCacheDtype::kBFloat16) {
+    kernels::FloatToBFloat16(src, count, reinterpret_cast<uint16_t*>(dst));
   } else {
     std::memcpy(dst, src, count * sizeof(float));
   }
@@ -177,7 +195,7 @@ void Store(const float* src, size_t count, KVCacheDtype dtype, uint8_t* dst) {
 void WriteRows(const NewKVRows& rows, size_t new_keys, const KVCacheConfig& c,
                size_t head_dim, size_t start, uint8_t* storage) {
   const size_t heads = static_cast<size_t>(c.num_kv_heads);
-  const size_t element = c.dtype == KVCacheDtype::kFloat16 ? 2 : 4;
+  const size_t element = ElementSize(c.dtype);
   const size_t max_length = static_cast<size_t>(c.max_length);
   for (size_t n = 0; n < static_cast<size_t>(c.batch_size); ++n) {
     for (size_t g = 0; g < heads; ++g) {
@@ -233,9 +251,11 @@ KVRows KVCacheAccess::Read(const KVCache& cache) {
   rows.ring = c.rolling ? max_length : 0;
   const uint8_t* keys = cache.state_->keys.get();
   const uint8_t* values = cache.state_->values.get();
-  if (c.dtype == KVCacheDtype::kFloat16) {
-    rows.keys_half = reinterpret_cast<const uint16_t*>(keys);
-    rows.values_half = reinterpret_cast<const uint16_t*>(values);
+  if (c.dtype != KVCacheDtype::kFloat32) {
+    rows.storage = c.dtype == KVCacheDtype::kFloat16 ? kernels::Storage::kFloat16
+                                                     : kernels::Storage::kBFloat16;
+    rows.keys16 = reinterpret_cast<const uint16_t*>(keys);
+    rows.values16 = reinterpret_cast<const uint16_t*>(values);
   } else {
     rows.keys = reinterpret_cast<const float*>(keys);
     rows.values = reinterpret_cast<const float*>(values);

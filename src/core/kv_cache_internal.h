@@ -18,13 +18,16 @@
 
 namespace mha {
 
+// Bytes of one stored key or value feature.
+inline size_t ElementSize(KVCacheDtype dtype) { return dtype == KVCacheDtype::kFloat32 ? 4 : 2; }
+
 // Storage, head-major: per batch entry and key/value head, max_length rows
 // of head_dim keys (of v_head_dim values): row t of head g of entry n
 // starts at element ((n * num_kv_heads + g) * max_length + t) * head_dim.
 // So a head's keys are one contiguous run that decoding streams through
 // (position-major rows made each head read a slice of every row, and the
 // prefetched rest of the row was gone before the next head needed it).
-// Elements are float, or uint16_t (IEEE half bits) for kFloat16. Position p
+// Elements are float, or uint16_t (IEEE half or bfloat16 bits). Position p
 // sits in row p % max_length: row p itself unless rolling, where the rows
 // are a ring holding the last `held` positions.
 struct KVCache::State {
@@ -47,15 +50,16 @@ struct NewKVRows {
 
 // Where attention reads keys and values: row j of the keys of batch entry n,
 // key/value head g starts at keys + n * k_batch + g * k_head + j * k_step
-// (values likewise), or in the float16 rows keys_half / values_half when
-// those are set; with ring != 0, key j is row j % ring (a rolling cache).
+// (values likewise), or in the 16-bit rows keys16 / values16 when storage
+// says so; with ring != 0, key j is row j % ring (a rolling cache).
 // Callers describe their own inputs with one; KVCacheAccess::Read describes
 // the cache.
 struct KVRows {
   const float* keys = nullptr;
   const float* values = nullptr;
-  const uint16_t* keys_half = nullptr;
-  const uint16_t* values_half = nullptr;
+  kernels::Storage storage = kernels::Storage::kFloat32;
+  const uint16_t* keys16 = nullptr;
+  const uint16_t* values16 = nullptr;
   size_t k_batch = 0, k_head = 0, k_step = 0;
   size_t v_batch = 0, v_head = 0, v_step = 0;
   size_t ring = 0;
@@ -63,9 +67,10 @@ struct KVRows {
   // Points `head` at the keys and values of entry n, head g (and sets its strides).
   void PointHead(size_t n, size_t g, kernels::AttentionHead* head) const {
     const size_t k = n * k_batch + g * k_head, v = n * v_batch + g * v_head;
-    if (keys_half != nullptr) {
-      head->k_half = keys_half + k;
-      head->v_half = values_half + v;
+    head->storage = storage;
+    if (storage != kernels::Storage::kFloat32) {
+      head->k16 = keys16 + k;
+      head->v16 = values16 + v;
     } else {
       head->k = keys + k;
       head->v = values + v;
@@ -109,7 +114,7 @@ class KVCacheAccess {
   static Status CheckAppend(const KVCache& cache, int64_t new_keys, int64_t window_left);
 
   // Stores new_keys keys and values per batch entry at positions length()..
-  // (converted to float16 if so stored). They count only after Grow; the
+  // (converted to the cache's dtype). They count only after Grow; the
   // caller holds the lock and has checked CheckAppend(new_keys). A rolling
   // cache's new keys overwrite its oldest.
   static void Write(KVCache& cache, const NewKVRows& keys, const NewKVRows& values,
@@ -122,8 +127,8 @@ class KVCacheAccess {
   // The slots of the held positions.
   static HeldSlots Held(const KVCache& cache);
 
-  // The storage, for attention: float32 rows, or float16 ones (keys_half,
-  // values_half) that the kernels convert as they read them.
+  // The storage, for attention: float32 rows, or 16-bit ones (keys16,
+  // values16) that the kernels convert as they read them.
   static KVRows Read(const KVCache& cache);
 };
 

@@ -92,7 +92,7 @@ Status KVCache::Reorder(const int32_t* indices, size_t count) {
                                      std::to_string(indices[b]) + unchanged);
     }
   }
-  const size_t element = config_.dtype == KVCacheDtype::kFloat16 ? 2 : 4;
+  const size_t element = ElementSize(config_.dtype);
   const size_t heads = static_cast<size_t>(config_.num_kv_heads);
   const size_t max_length = static_cast<size_t>(config_.max_length);
   const size_t k_row = static_cast<size_t>(config_.head_dim) * element;

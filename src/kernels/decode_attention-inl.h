@@ -27,6 +27,7 @@
 #include "hwy/highway.h"
 #include "src/kernels/float16-inl.h"
 #include "src/kernels/kernels.h"
+#include "src/kernels/mul_add-inl.h"
 #include "src/kernels/score_rule-inl.h"
 #include "src/kernels/softmax-inl.h"
 
@@ -74,15 +75,16 @@ inline size_t DecodeStateSize(const DecodeGroup& g) { return g.num_rows * Decode
 inline const float* DecodeBlock(const DecodeGroup& g, const void* base, size_t stride, size_t dim,
                                 size_t padded, size_t j0, size_t cols, float* HWY_RESTRICT buf,
                                 size_t* step) {
-  if (!g.half && dim == padded && kernels::RingRun(j0, cols, g.ring)) {
+  const bool narrow = g.storage != kernels::Storage::kFloat32;
+  if (!narrow && dim == padded && kernels::RingRun(j0, cols, g.ring)) {
     *step = stride;
     return static_cast<const float*>(base) + kernels::RingRow(j0, g.ring) * stride;
   }
   for (size_t c = 0; c < cols; ++c) {
     float* row = buf + c * padded;
     const size_t at = kernels::RingRow(j0 + c, g.ring) * stride;
-    if (g.half) {
-      HalfToFloat(static_cast<const uint16_t*>(base) + at, dim, row);
+    if (narrow) {
+      Widen16(g.storage, static_cast<const uint16_t*>(base) + at, dim, row);
     } else {
       std::memcpy(row, static_cast<const float*>(base) + at, dim * sizeof(float));
     }
@@ -135,21 +137,21 @@ inline void DecodeDots(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
     size_t e = 0;
     for (; e + 2 * lanes <= qk_pad; e += 2 * lanes) {
       const auto qa = hn::Load(d, q + e), qb = hn::Load(d, q + e + lanes);
-      a0 = hn::MulAdd(qa, hn::LoadU(d, k0 + e), a0);
-      a1 = hn::MulAdd(qa, hn::LoadU(d, k1 + e), a1);
-      a2 = hn::MulAdd(qa, hn::LoadU(d, k2 + e), a2);
-      a3 = hn::MulAdd(qa, hn::LoadU(d, k3 + e), a3);
-      b0 = hn::MulAdd(qb, hn::LoadU(d, k0 + e + lanes), b0);
-      b1 = hn::MulAdd(qb, hn::LoadU(d, k1 + e + lanes), b1);
-      b2 = hn::MulAdd(qb, hn::LoadU(d, k2 + e + lanes), b2);
-      b3 = hn::MulAdd(qb, hn::LoadU(d, k3 + e + lanes), b3);
+      a0 = FusedMulAdd(qa, hn::LoadU(d, k0 + e), a0);
+      a1 = FusedMulAdd(qa, hn::LoadU(d, k1 + e), a1);
+      a2 = FusedMulAdd(qa, hn::LoadU(d, k2 + e), a2);
+      a3 = FusedMulAdd(qa, hn::LoadU(d, k3 + e), a3);
+      b0 = FusedMulAdd(qb, hn::LoadU(d, k0 + e + lanes), b0);
+      b1 = FusedMulAdd(qb, hn::LoadU(d, k1 + e + lanes), b1);
+      b2 = FusedMulAdd(qb, hn::LoadU(d, k2 + e + lanes), b2);
+      b3 = FusedMulAdd(qb, hn::LoadU(d, k3 + e + lanes), b3);
     }
     if (e < qk_pad) {
       const auto qa = hn::Load(d, q + e);
-      a0 = hn::MulAdd(qa, hn::LoadU(d, k0 + e), a0);
-      a1 = hn::MulAdd(qa, hn::LoadU(d, k1 + e), a1);
-      a2 = hn::MulAdd(qa, hn::LoadU(d, k2 + e), a2);
-      a3 = hn::MulAdd(qa, hn::LoadU(d, k3 + e), a3);
+      a0 = FusedMulAdd(qa, hn::LoadU(d, k0 + e), a0);
+      a1 = FusedMulAdd(qa, hn::LoadU(d, k1 + e), a1);
+      a2 = FusedMulAdd(qa, hn::LoadU(d, k2 + e), a2);
+      a3 = FusedMulAdd(qa, hn::LoadU(d, k3 + e), a3);
     }
     SumOfLanes4(d, hn::Add(a0, b0), hn::Add(a1, b1), hn::Add(a2, b2), hn::Add(a3, b3),
                 scores + c);
@@ -157,7 +159,7 @@ inline void DecodeDots(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
   for (; c < cols; ++c) {
     auto a0 = hn::Zero(d);
     for (size_t e = 0; e < qk_pad; e += lanes) {
-      a0 = hn::MulAdd(hn::Load(d, q + e), hn::LoadU(d, k + c * step + e), a0);
+      a0 = FusedMulAdd(hn::Load(d, q + e), hn::LoadU(d, k + c * step + e), a0);
     }
     scores[c] = hn::GetLane(hn::SumOfLanes(d, a0));
   }
@@ -198,22 +200,22 @@ inline void DecodeValues(const float* HWY_RESTRICT p, const float* HWY_RESTRICT 
     for (; c + 2 <= cols; c += 2) {
       const float* row = v + c * step + e;
       const auto pa = hn::Set(d, p[c]), pb = hn::Set(d, p[c + 1]);
-      a0 = hn::MulAdd(pa, hn::LoadU(d, row), a0);
-      a1 = hn::MulAdd(pa, hn::LoadU(d, row + lanes), a1);
-      a2 = hn::MulAdd(pa, hn::LoadU(d, row + 2 * lanes), a2);
-      a3 = hn::MulAdd(pa, hn::LoadU(d, row + 3 * lanes), a3);
-      b0 = hn::MulAdd(pb, hn::LoadU(d, row + step), b0);
-      b1 = hn::MulAdd(pb, hn::LoadU(d, row + step + lanes), b1);
-      b2 = hn::MulAdd(pb, hn::LoadU(d, row + step + 2 * lanes), b2);
-      b3 = hn::MulAdd(pb, hn::LoadU(d, row + step + 3 * lanes), b3);
+      a0 = FusedMulAdd(pa, hn::LoadU(d, row), a0);
+      a1 = FusedMulAdd(pa, hn::LoadU(d, row + lanes), a1);
+      a2 = FusedMulAdd(pa, hn::LoadU(d, row + 2 * lanes), a2);
+      a3 = FusedMulAdd(pa, hn::LoadU(d, row + 3 * lanes), a3);
+      b0 = FusedMulAdd(pb, hn::LoadU(d, row + step), b0);
+      b1 = FusedMulAdd(pb, hn::LoadU(d, row + step + lanes), b1);
+      b2 = FusedMulAdd(pb, hn::LoadU(d, row + step + 2 * lanes), b2);
+      b3 = FusedMulAdd(pb, hn::LoadU(d, row + step + 3 * lanes), b3);
     }
     if (c < cols) {
       const float* row = v + c * step + e;
       const auto pa = hn::Set(d, p[c]);
-      a0 = hn::MulAdd(pa, hn::LoadU(d, row), a0);
-      a1 = hn::MulAdd(pa, hn::LoadU(d, row + lanes), a1);
-      a2 = hn::MulAdd(pa, hn::LoadU(d, row + 2 * lanes), a2);
-      a3 = hn::MulAdd(pa, hn::LoadU(d, row + 3 * lanes), a3);
+      a0 = FusedMulAdd(pa, hn::LoadU(d, row), a0);
+      a1 = FusedMulAdd(pa, hn::LoadU(d, row + lanes), a1);
+      a2 = FusedMulAdd(pa, hn::LoadU(d, row + 2 * lanes), a2);
+      a3 = FusedMulAdd(pa, hn::LoadU(d, row + 3 * lanes), a3);
     }
     hn::StoreU(hn::Add(a0, b0), d, acc + e);
     hn::StoreU(hn::Add(a1, b1), d, acc + e + lanes);

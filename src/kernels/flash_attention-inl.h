@@ -75,11 +75,11 @@ inline bool ValuesInPlace(const AttentionHead& h) { return PaddedVDim(h.v_dim) =
 // Per-thread scratch, each `chunk` wide: Q^T (qk_dim rows), scores^T
 // (kKeyTile rows), max, sum and correction (one row each); then the output
 // accumulator (chunk x v_pad), a padded V tile (kKeyTile x v_pad) and, for
-// float16 keys, a K tile (kKeyTile x qk_dim).
+// 16-bit keys, a K tile (kKeyTile x qk_dim).
 inline size_t AttentionScratchSize(const AttentionHead& head) {
   const size_t chunk = QueryChunk();
   const size_t v_pad = PaddedVDim(head.v_dim);
-  const size_t key_tile = head.k_half != nullptr ? kKeyTile * head.qk_dim : 0;
+  const size_t key_tile = head.k16 != nullptr ? kKeyTile * head.qk_dim : 0;
   return (head.qk_dim + kKeyTile + 3) * chunk + (chunk + kKeyTile) * v_pad + key_tile;
 }
 
@@ -108,18 +108,18 @@ inline ChunkScratch SplitScratch(const AttentionHead& h, float* scratch) {
   return s;
 }
 
-// Key j of the tile that starts at key j0: float16 keys were converted to kt.
+// Key j of the tile that starts at key j0: 16-bit keys were converted to kt.
 inline const float* KeyRow(const AttentionHead& h, size_t j0, const float* kt, size_t j) {
   if (j >= h.masked_keys) return h.extra_k + (j - h.masked_keys) * h.qk_dim;
-  return h.k_half != nullptr ? kt + (j - j0) * h.qk_dim : h.k + RingRow(j, h.ring) * h.k_stride;
+  return h.k16 != nullptr ? kt + (j - j0) * h.qk_dim : h.k + RingRow(j, h.ring) * h.k_stride;
 }
 
 // Writes value j (v_dim floats) to `row`.
 inline void CopyValueRow(const AttentionHead& h, size_t j, float* HWY_RESTRICT row) {
   if (j >= h.masked_keys) {
     std::memcpy(row, h.extra_v + (j - h.masked_keys) * h.v_dim, h.v_dim * sizeof(float));
-  } else if (h.v_half != nullptr) {
-    HalfToFloat(h.v_half + RingRow(j, h.ring) * h.v_stride, h.v_dim, row);
+  } else if (h.v16 != nullptr) {
+    Widen16(h.storage, h.v16 + RingRow(j, h.ring) * h.v_stride, h.v_dim, row);
   } else {
     std::memcpy(row, h.v + RingRow(j, h.ring) * h.v_stride, h.v_dim * sizeof(float));
   }
@@ -183,9 +183,9 @@ inline void ScoreTile(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
   const float* HWY_RESTRICT qt = s.qt;
   float* HWY_RESTRICT st = s.st;
   const size_t masked_cols = MaskedCols(h, j0, cols);
-  if (h.k_half != nullptr) {
+  if (h.k16 != nullptr) {
     for (size_t c = 0; c < masked_cols; ++c) {
-      HalfToFloat(h.k_half + RingRow(j0 + c, h.ring) * h.k_stride, h.qk_dim, s.kt + c * h.qk_dim);
+      Widen16(h.storage, h.k16 + RingRow(j0 + c, h.ring) * h.k_stride, h.qk_dim, s.kt + c * h.qk_dim);
     }
   }
   for (size_t c = 0; c < cols; c += kTileRows) {
@@ -253,7 +253,7 @@ inline void AccumulateTile(const AttentionHead& h, size_t i0, size_t n, size_t j
   const size_t v_pad = PaddedVDim(h.v_dim);
   const float* v = s.vt;
   size_t v_stride = v_pad;
-  if (ValuesInPlace(h) && h.v_half == nullptr && j0 + cols <= h.masked_keys &&
+  if (ValuesInPlace(h) && h.v16 == nullptr && j0 + cols <= h.masked_keys &&
       RingRun(j0, cols, h.ring)) {
     v = h.v + RingRow(j0, h.ring) * h.v_stride;
     v_stride = h.v_stride;

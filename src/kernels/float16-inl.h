@@ -1,6 +1,8 @@
-// float32 <-> IEEE float16 for the keys and values of a float16 KV cache,
-// with the same results on every target: round to nearest even, overflow to
-// infinity, infinities and NaN kept (a NaN stays a NaN; its payload may not).
+// float32 <-> the 16-bit formats of a KV cache's keys and values, IEEE
+// float16 and bfloat16 (the upper half of a float32), with the same results
+// on every target: round to nearest even, overflow to infinity, infinities
+// and NaN kept (a NaN stays a NaN; its payload may not). Widening bfloat16
+// is a shift; widening a half is where the targets differ (below).
 //
 // Highway 1.0.3 converts in hardware on AVX2/AVX-512 (F16C), NEON and SVE,
 // with IEEE behaviour. On SSE4, SSSE3, EMU128, SCALAR and WASM its emulated
@@ -20,6 +22,7 @@
 #include <cstdint>
 
 #include "hwy/highway.h"
+#include "src/kernels/kernels.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mha {
@@ -96,22 +99,134 @@ HWY_INLINE void StoreHalves(DF df, hn::Vec<DF> v, uint16_t* HWY_RESTRICT p) {
 #endif
 }
 
-// dst[i] = half(src[i]) for i < n.
-inline void FloatToHalf(const float* HWY_RESTRICT src, size_t n, uint16_t* HWY_RESTRICT dst) {
-  const hn::ScalableTag<float> d;
-  const hn::CappedTag<float, 1> d1;
-  size_t i = 0;
-  for (; i + hn::Lanes(d) <= n; i += hn::Lanes(d)) StoreHalves(d, hn::LoadU(d, src + i), dst + i);
-  for (; i < n; ++i) StoreHalves(d1, hn::LoadU(d1, src + i), dst + i);
+// The formats, as tags for the templates below.
+struct HalfFormat {};
+struct BFloat16Format {};
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadWide(DF df, HalfFormat, const uint16_t* HWY_RESTRICT p) {
+  return LoadHalves(df, p);
 }
 
-// dst[i] = float(src[i]) for i < n (exact).
-inline void HalfToFloat(const uint16_t* HWY_RESTRICT src, size_t n, float* HWY_RESTRICT dst) {
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadWide(DF df, BFloat16Format, const uint16_t* HWY_RESTRICT p) {
+  const hn::Rebind<uint16_t, DF> d16;
+  const hn::RebindToUnsigned<DF> du;
+  return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, p))));
+}
+
+template <class DF>
+HWY_INLINE void StoreNarrow(DF df, HalfFormat, hn::Vec<DF> v, uint16_t* HWY_RESTRICT p) {
+  StoreHalves(df, v, p);
+}
+
+// Rounded to nearest even by adding just under half a unit of the 16 kept
+// bits plus the lowest kept bit (a carry into the exponent is the right
+// result, up to infinity); a NaN gets a quiet bit, so that its kept upper
+// half stays a NaN.
+template <class DF>
+HWY_INLINE void StoreNarrow(DF df, BFloat16Format, hn::Vec<DF> v, uint16_t* HWY_RESTRICT p) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;
+  const hn::Rebind<uint16_t, DF> d16;
+  const auto bits = hn::BitCast(du, v);
+  const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1));
+  const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(bits, hn::Set(du, 0x7FFF)), odd));
+  const auto quiet = hn::Or(hn::ShiftRight<16>(bits), hn::Set(du, 0x40));
+  const auto nan = hn::Gt(hn::And(bits, hn::Set(du, 0x7FFFFFFF)), hn::Set(du, 0x7F800000));
+  hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, hn::IfThenElse(nan, quiet, rounded))), d16, p);
+}
+
+#if HWY_TARGET != HWY_SCALAR && HWY_MAX_BYTES == 16
+// Widens 2 * Lanes(df) values at once to *lo and *hi (in order): where
+// vectors are one 128-bit block, interleaving two 16-bit vectors makes
+// 32-bit lanes. bfloat16: zeros below each value.
+template <class DF>
+HWY_INLINE void LoadWidePair(DF df, BFloat16Format, const uint16_t* HWY_RESTRICT p,
+                             hn::Vec<DF>* lo, hn::Vec<DF>* hi) {
+  const hn::Repartition<uint16_t, DF> d16;
+  const auto v = hn::LoadU(d16, p), zero = hn::Zero(d16);
+  *lo = hn::BitCast(df, hn::InterleaveLower(d16, zero, v));
+  *hi = hn::BitCast(df, hn::InterleaveUpper(d16, zero, v));
+}
+
+#if MHA_HALF_EMULATED
+// Halves: LoadHalves' recipe on 16-bit lanes, half the operations per value.
+// The upper 16 bits of a float become the sign, three zeros and the half's
+// upper 13 bits (an arithmetic shift by 3 with the copies of the sign
+// cleared), or for infinity and NaN an exponent of all ones; the lower 16
+// its 3 lowest bits. Scaled by 2^112 (infinity and NaN stay so), as there.
+template <class DF>
+HWY_INLINE void LoadWidePair(DF df, HalfFormat, const uint16_t* HWY_RESTRICT p,
+                             hn::Vec<DF>* lo, hn::Vec<DF>* hi) {
+  const hn::Repartition<int16_t, DF> d16;
+  const auto h = hn::BitCast(d16, hn::LoadU(hn::RebindToUnsigned<decltype(d16)>(), p));
+  const auto exponent = hn::And(h, hn::Set(d16, 0x7C00));
+  const auto special = hn::And(hn::VecFromMask(d16, hn::Eq(exponent, hn::Set(d16, 0x7C00))),
+                               hn::Set(d16, 0x7000));
+  const auto upper = hn::Or(hn::And(hn::ShiftRight<3>(h), hn::Set(d16, -0x7001)), special);
+  const auto lower = hn::ShiftLeft<13>(h);
+  const auto scale = hn::Set(df, 0x1p112f);
+  *lo = hn::Mul(hn::BitCast(df, hn::InterleaveLower(d16, lower, upper)), scale);
+  *hi = hn::Mul(hn::BitCast(df, hn::InterleaveUpper(d16, lower, upper)), scale);
+}
+#endif
+#endif
+
+// dst[i] = the 16-bit value src[i] widened, for i < n (exact).
+template <class Format>
+HWY_INLINE void WidenRow(Format format, const uint16_t* HWY_RESTRICT src, size_t n,
+                         float* HWY_RESTRICT dst) {
+  const hn::ScalableTag<float> d;
+  const hn::CappedTag<float, 1> d1;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+#if HWY_TARGET != HWY_SCALAR && HWY_MAX_BYTES == 16 && MHA_HALF_EMULATED
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    hn::Vec<decltype(d)> lo, hi;
+    LoadWidePair(d, format, src + i, &lo, &hi);
+    hn::StoreU(lo, d, dst + i);
+    hn::StoreU(hi, d, dst + i + lanes);
+  }
+#endif
+  for (; i + lanes <= n; i += lanes) hn::StoreU(LoadWide(d, format, src + i), d, dst + i);
+  for (; i < n; ++i) hn::StoreU(LoadWide(d1, format, src + i), d1, dst + i);
+}
+
+// dst[i] = src[i] rounded to the 16-bit format, for i < n.
+template <class Format>
+HWY_INLINE void NarrowRow(Format format, const float* HWY_RESTRICT src, size_t n,
+                          uint16_t* HWY_RESTRICT dst) {
   const hn::ScalableTag<float> d;
   const hn::CappedTag<float, 1> d1;
   size_t i = 0;
-  for (; i + hn::Lanes(d) <= n; i += hn::Lanes(d)) hn::StoreU(LoadHalves(d, src + i), d, dst + i);
-  for (; i < n; ++i) hn::StoreU(LoadHalves(d1, src + i), d1, dst + i);
+  for (; i + hn::Lanes(d) <= n; i += hn::Lanes(d)) {
+    StoreNarrow(d, format, hn::LoadU(d, src + i), dst + i);
+  }
+  for (; i < n; ++i) StoreNarrow(d1, format, hn::LoadU(d1, src + i), dst + i);
+}
+
+inline void FloatToHalf(const float* HWY_RESTRICT src, size_t n, uint16_t* HWY_RESTRICT dst) {
+  NarrowRow(HalfFormat(), src, n, dst);
+}
+inline void HalfToFloat(const uint16_t* HWY_RESTRICT src, size_t n, float* HWY_RESTRICT dst) {
+  WidenRow(HalfFormat(), src, n, dst);
+}
+inline void FloatToBFloat16(const float* HWY_RESTRICT src, size_t n, uint16_t* HWY_RESTRICT dst) {
+  NarrowRow(BFloat16Format(), src, n, dst);
+}
+inline void BFloat16ToFloat(const uint16_t* HWY_RESTRICT src, size_t n, float* HWY_RESTRICT dst) {
+  WidenRow(BFloat16Format(), src, n, dst);
+}
+
+// dst[i] = src[i] widened from 16-bit `storage`, for i < n.
+inline void Widen16(kernels::Storage storage, const uint16_t* HWY_RESTRICT src, size_t n,
+                    float* HWY_RESTRICT dst) {
+  if (storage == kernels::Storage::kBFloat16) {
+    WidenRow(BFloat16Format(), src, n, dst);
+  } else {
+    WidenRow(HalfFormat(), src, n, dst);
+  }
 }
 
 }  // namespace HWY_NAMESPACE

@@ -77,6 +77,8 @@ HWY_EXPORT(RotateHeads);
 HWY_EXPORT(NormalizeGroups);
 HWY_EXPORT(FloatToHalf);
 HWY_EXPORT(HalfToFloat);
+HWY_EXPORT(FloatToBFloat16);
+HWY_EXPORT(BFloat16ToFloat);
 HWY_EXPORT(CurrentTargetName);
 
 size_t GemmPanelWidth() { return HWY_DYNAMIC_DISPATCH(GemmPanelWidth)(); }
@@ -155,6 +157,14 @@ void FloatToHalf(const float* src, size_t n, uint16_t* dst) {
 
 void HalfToFloat(const uint16_t* src, size_t n, float* dst) {
   HWY_DYNAMIC_DISPATCH(HalfToFloat)(src, n, dst);
+}
+
+void FloatToBFloat16(const float* src, size_t n, uint16_t* dst) {
+  HWY_DYNAMIC_DISPATCH(FloatToBFloat16)(src, n, dst);
+}
+
+void BFloat16ToFloat(const uint16_t* src, size_t n, float* dst) {
+  HWY_DYNAMIC_DISPATCH(BFloat16ToFloat)(src, n, dst);
 }
 
 const char* TargetName() { return HWY_DYNAMIC_DISPATCH(CurrentTargetName)(); }

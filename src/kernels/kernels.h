@@ -117,6 +117,9 @@ inline size_t RingRow(size_t j, size_t ring) { return ring == 0 ? j : j % ring; 
 inline bool RingRun(size_t j0, size_t count, size_t ring) {
   return ring == 0 || j0 % ring + count <= ring;
 }
+// How keys and values are stored: floats, or 16-bit IEEE half or bfloat16
+// (the upper half of a float32) that the kernels widen as they read them.
+enum class Storage : uint8_t { kFloat32, kFloat16, kBFloat16 };
 
 struct AttentionHead {
   const float* q = nullptr;  // num_queries rows of qk_dim, row stride q_stride
@@ -143,11 +146,12 @@ struct AttentionHead {
   float* weights = nullptr;
   size_t weights_stride = 0;
 
-  // Instead of k and v: IEEE float16 rows (strides in elements), a float16
-  // KV cache's. The decode kernel converts each sub-block and Attention each
-  // key tile as it reads them.
-  const uint16_t* k_half = nullptr;
-  const uint16_t* v_half = nullptr;
+  // Instead of k and v when storage is not kFloat32: 16-bit rows (strides
+  // in elements), a float16 or bfloat16 KV cache's. The decode kernel
+  // converts each sub-block and Attention each key tile as it reads them.
+  Storage storage = Storage::kFloat32;
+  const uint16_t* k16 = nullptr;
+  const uint16_t* v16 = nullptr;
   // Key (and value) j of the masked ones is row RingRow(j, ring) (a rolling
   // cache keeps the last keys in a ring; the rule still counts positions).
   size_t ring = 0;
@@ -177,7 +181,7 @@ struct DecodeGroup {
   const void* k = nullptr;             // num_keys rows, k_stride elements apart
   const void* v = nullptr;             // num_keys rows, v_stride elements apart
   size_t k_stride = 0, v_stride = 0;
-  bool half = false;                   // k, v hold IEEE float16 (uint16_t), else float
+  Storage storage = Storage::kFloat32;  // of k and v: float, else uint16_t
   size_t ring = 0;                     // key j is row RingRow(j, ring)
   size_t num_keys = 0, qk_dim = 0, v_dim = 0;
   size_t first_key = 0;  // no row sees a key before it (a window's left side)
@@ -214,12 +218,15 @@ void RotateHeads(float* x, size_t num_heads, size_t head_stride, size_t dim, boo
 void NormalizeGroups(float* x, size_t groups, size_t width, bool layer, float eps,
                      const float* w, const float* b);
 
-// ---- IEEE float16 storage (float16-inl.h). ----
+// ---- 16-bit storage: IEEE float16 and bfloat16 (float16-inl.h). ----
 
-// dst[i] = half(src[i]), i < n (see float16-inl.h for rounding per target).
+// dst[i] = half(src[i]), i < n: nearest even, IEEE infinities and NaN.
 void FloatToHalf(const float* src, size_t n, uint16_t* dst);
 // dst[i] = float(src[i]), i < n, exact.
 void HalfToFloat(const uint16_t* src, size_t n, float* dst);
+// The same for bfloat16.
+void FloatToBFloat16(const float* src, size_t n, uint16_t* dst);
+void BFloat16ToFloat(const uint16_t* src, size_t n, float* dst);
 
 // Name of the target the kernels run on now (e.g. "AVX3", "WASM").
 const char* TargetName();

@@ -41,6 +41,16 @@ HWY_INLINE V FusedMulAdd(V a, V b, V c) {
 #endif
 }
 
+// c - a * b, fused where the target can.
+template <class V>
+HWY_INLINE V FusedNegMulAdd(V a, V b, V c) {
+#if defined(MHA_WASM_RELAXED_SIMD) && HWY_TARGET == HWY_WASM
+  return FusedMulAdd(hn::Neg(a), b, c);
+#else
+  return hn::NegMulAdd(a, b, c);
+#endif
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace mha
 HWY_AFTER_NAMESPACE();

@@ -16,6 +16,7 @@
 #include <cstddef>
 
 #include "hwy/highway.h"
+#include "src/kernels/mul_add-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mha {
@@ -27,8 +28,8 @@ template <class D, class V = hn::Vec<D>>
 HWY_INLINE void RotatePairs(D d, const float* HWY_RESTRICT cos, const float* HWY_RESTRICT sin,
                             size_t i, V& a, V& b) {
   const V c = hn::LoadU(d, cos + i), s = hn::LoadU(d, sin + i);
-  const V a_new = hn::NegMulAdd(b, s, hn::Mul(a, c));
-  b = hn::MulAdd(a, s, hn::Mul(b, c));
+  const V a_new = FusedNegMulAdd(b, s, hn::Mul(a, c));
+  b = FusedMulAdd(a, s, hn::Mul(b, c));
   a = a_new;
 }
 

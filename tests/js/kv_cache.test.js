@@ -33,9 +33,18 @@ for (const build of BUILDS) {
     });
 
     test('getters, and errors that leave the cache as it was', async () => {
-      cache = mha.createKVCache({ batchSize: 2, maxLength: 6, dtype: 'float16' });
-      assert.deepEqual([cache.length, cache.maxLength, cache.batchSize, cache.dtype],
-        [0, 6, 2, 'float16']);
+      // bytes: 2 entries x 6 rows x 2 heads x (4 + 4) features x 2 bytes.
+      for (const [dtype, bytes] of [['float32', 768], ['bfloat16', 384], ['float16', 384]]) {
+        cache = mha.createKVCache({ batchSize: 2, maxLength: 6, dtype });
+        assert.deepEqual([cache.length, cache.maxLength, cache.batchSize, cache.dtype, cache.bytes],
+          [0, 6, 2, dtype, bytes]);
+        if (dtype !== 'float16') cache.dispose();
+      }
+      const free = lib.createKVCache({ batchSize: 3, numKVHeads: 2, headDim: 4, vHeadDim: 5,
+        maxLength: 7, dtype: 'bfloat16' });
+      assert.equal(free.bytes, 3 * 7 * 2 * (4 + 5) * 2);
+      free.dispose();
+      assert.throws(() => free.bytes, /cache\.bytes: expected a live KVCache/);
       await step(0, 3);
       assert.equal(cache.length, 3);
       await rejects(step(3, 7), /cache: appending 4 keys to a cache holding 3 would exceed its max_length 6/);
@@ -116,8 +125,8 @@ for (const build of BUILDS) {
       assert.throws(() => withBiasKV.createKVCache({ batchSize: 1, maxLength: 4 }),
         /cache: a module with add_bias_kv or add_zero_attn cannot decode with a cache/);
       withBiasKV.dispose();
-      assert.throws(() => mha.createKVCache({ batchSize: 1, maxLength: 4, dtype: 'bfloat16' }),
-        /dtype: expected 'float32' or 'float16', received the string 'bfloat16'/);
+      assert.throws(() => mha.createKVCache({ batchSize: 1, maxLength: 4, dtype: 'float64' }),
+        /dtype: expected 'float32', 'float16' or 'bfloat16', received the string 'float64'/);
       assert.throws(() => mha.createKVCache({ batchSize: 1, maxLength: 0 }),
         /maxLength: expected a positive integer, received number 0/);
       assert.throws(() => mha.createKVCache({ batchSize: 1 }), /maxLength/);

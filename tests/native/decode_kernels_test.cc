@@ -1,8 +1,9 @@
 // The decoding kernels against scalar references, on every target: rotary
-// positions (both pairings, partial dims, vector tails) and the float16
-// conversions of a float16 KV cache.
+// positions (both pairings, partial dims, vector tails) and the float16 and
+// bfloat16 conversions of a 16-bit KV cache.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -62,44 +63,71 @@ double HalfValue(uint16_t bits) {
   return (bits & 0x8000) != 0 ? -magnitude : magnitude;
 }
 
-// Every half, infinities and NaN included, on every target (the emulated
-// conversions once turned them into finite numbers).
+// Every 16-bit pattern widened by `widen` in runs of `run` values: a run of
+// 65536 takes the widest path of every target (two vectors at once where
+// vectors are 128-bit), 4 one vector at a time, 1 the single-lane tail.
+template <class Widen>
+std::vector<float> WidenEveryPattern(Widen widen, size_t run) {
+  std::vector<uint16_t> bits;
+  for (uint32_t b = 0; b < 65536; ++b) bits.push_back(static_cast<uint16_t>(b));
+  std::vector<float> floats(bits.size());
+  for (size_t i = 0; i < bits.size(); i += run) widen(bits.data() + i, run, floats.data() + i);
+  return floats;
+}
+
+// Every half, infinities and NaN included, on every target and path (the
+// emulated conversions once turned them into finite numbers).
 TEST_P(DecodeKernelTest, HalfToFloatIsExactForEveryHalf) {
-  std::vector<uint16_t> halves;
-  for (uint32_t bits = 0; bits < 65536; ++bits) halves.push_back(static_cast<uint16_t>(bits));
-  std::vector<float> floats(halves.size());
-  mha::kernels::HalfToFloat(halves.data(), halves.size(), floats.data());
-  for (size_t i = 0; i < halves.size(); ++i) {
-    const double expected = HalfValue(halves[i]);
-    if (std::isnan(expected)) {
-      ASSERT_TRUE(std::isnan(floats[i])) << "half bits " << halves[i] << " -> " << floats[i];
-    } else {
-      ASSERT_EQ(floats[i], expected) << "half bits " << halves[i];
+  for (size_t run : {size_t{65536}, size_t{4}, size_t{1}}) {
+    const std::vector<float> floats = WidenEveryPattern(mha::kernels::HalfToFloat, run);
+    for (uint32_t bits = 0; bits < 65536; ++bits) {
+      const double expected = HalfValue(static_cast<uint16_t>(bits));
+      if (std::isnan(expected)) {
+        ASSERT_TRUE(std::isnan(floats[bits])) << "half bits " << bits << " -> " << floats[bits];
+      } else {
+        ASSERT_EQ(floats[bits], expected) << "half bits " << bits << ", run " << run;
+      }
     }
   }
 }
 
-// The IEEE half nearest x, ties to even (the default rounding of
-// nearbyint): overflow gives infinity, and x below 2^-14 a subnormal.
-uint16_t NearestHalfBits(float x) {
+// A bfloat16 is the upper half of a float32: every pattern widens to
+// exactly those bits (NaN payloads included), on every target and path.
+TEST_P(DecodeKernelTest, BFloat16ToFloatIsExactForEveryBFloat16) {
+  for (size_t run : {size_t{65536}, size_t{4}, size_t{1}}) {
+    const std::vector<float> floats = WidenEveryPattern(mha::kernels::BFloat16ToFloat, run);
+    for (uint32_t bits = 0; bits < 65536; ++bits) {
+      uint32_t got;
+      std::memcpy(&got, &floats[bits], sizeof(got));
+      ASSERT_EQ(got, bits << 16) << "bfloat16 bits " << bits << ", run " << run;
+    }
+  }
+}
+
+// The bits of the value nearest x, ties to even (the default rounding of
+// nearbyint), in the format of e exponent and m mantissa bits (IEEE half: 5,
+// 10; bfloat16: 8, 7): overflow gives infinity, magnitudes below the
+// smallest normal a subnormal.
+uint16_t NearestBits(float x, int e, int m) {
+  const int bias = (1 << (e - 1)) - 1, inf = ((1 << e) - 1) << m;
   const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
   const double a = std::fabs(static_cast<double>(x));
-  if (std::isnan(a)) return sign | 0x7E00;
-  if (std::isinf(a)) return sign | 0x7C00;
-  if (a < std::ldexp(1.0, -14)) {
-    // Units of 2^-24; rounding up to 1024 gives the smallest normal's bits.
-    return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(a, 24)));
+  if (std::isnan(a)) return sign | inf | (1 << (m - 1));
+  if (std::isinf(a)) return sign | inf;
+  if (a < std::ldexp(1.0, 1 - bias)) {
+    // Units of the smallest subnormal; rounding up to 2^m gives the smallest normal's bits.
+    return sign | static_cast<uint16_t>(std::nearbyint(std::ldexp(a, bias - 1 + m)));
   }
   int exponent;
   std::frexp(a, &exponent);  // a in [2^(exponent-1), 2^exponent)
-  double mantissa = std::nearbyint(std::ldexp(a, 11 - exponent));  // in [1024, 2048]
-  if (mantissa == 2048) {
-    mantissa = 1024;
+  double mantissa = std::nearbyint(std::ldexp(a, m + 1 - exponent));  // in [2^m, 2^(m+1)]
+  if (mantissa == std::ldexp(1.0, m + 1)) {
+    mantissa /= 2;
     ++exponent;
   }
-  const int biased = exponent - 1 + 15;
-  if (biased >= 31) return sign | 0x7C00;
-  return sign | static_cast<uint16_t>((biased << 10) | (static_cast<int>(mantissa) - 1024));
+  const int biased = exponent - 1 + bias;
+  if (biased >= (1 << e) - 1) return sign | inf;
+  return sign | static_cast<uint16_t>((biased << m) | (static_cast<int>(mantissa) - (1 << m)));
 }
 
 TEST_P(DecodeKernelTest, FloatToHalfRoundsToNearestEvenWithIeeeSpecials) {
@@ -123,12 +151,46 @@ TEST_P(DecodeKernelTest, FloatToHalfRoundsToNearestEvenWithIeeeSpecials) {
   std::vector<uint16_t> halves(x.size());
   mha::kernels::FloatToHalf(x.data(), x.size(), halves.data());
   for (size_t i = 0; i < x.size(); ++i) {
-    const uint16_t expected = NearestHalfBits(x[i]);
+    const uint16_t expected = NearestBits(x[i], 5, 10);
     if (std::isnan(x[i])) {
       ASSERT_TRUE((halves[i] & 0x7C00) == 0x7C00 && (halves[i] & 0x3FF) != 0)
           << "NaN -> half bits " << halves[i];
     } else {
       ASSERT_EQ(halves[i], expected) << "x = " << x[i];
+    }
+  }
+}
+
+TEST_P(DecodeKernelTest, FloatToBFloat16RoundsToNearestEvenWithIeeeSpecials) {
+  // Random magnitudes over the whole float range (subnormals, the largest
+  // floats), exact ties, carries into the exponent, specials, odd lengths.
+  std::vector<float> x;
+  const std::vector<float> r = RandomVector(6001, 8);
+  for (size_t i = 0; i < r.size(); ++i) {
+    x.push_back(std::ldexp(r[i], static_cast<int>(i % 277) - 149));
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (float special : {1.0f + 0x1p-8f, 1.0f + 0x3p-8f, -3.0f - 0x1p-7f, 1.9990234375f,
+                        std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+                        0x1.fep127f, 0x1.fdp127f, inf, -inf, nan, -nan,
+                        std::numeric_limits<float>::denorm_min(), 0x1p-133f, 0x3p-134f,
+                        0x1.02p-126f, 0x1.01p-126f, 0.0f, -0.0f}) {
+    x.push_back(special);
+  }
+  // A NaN whose payload lies in the dropped bits only: must stay a NaN.
+  const uint32_t low_nan_bits = 0x7F800001;
+  float low_nan;
+  std::memcpy(&low_nan, &low_nan_bits, sizeof(low_nan));
+  x.push_back(low_nan);
+  std::vector<uint16_t> bits(x.size());
+  mha::kernels::FloatToBFloat16(x.data(), x.size(), bits.data());
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) {
+      ASSERT_TRUE((bits[i] & 0x7F80) == 0x7F80 && (bits[i] & 0x7F) != 0)
+          << "NaN -> bfloat16 bits " << bits[i];
+    } else {
+      ASSERT_EQ(bits[i], NearestBits(x[i], 8, 7)) << "x = " << x[i];
     }
   }
 }

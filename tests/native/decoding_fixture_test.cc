@@ -148,8 +148,10 @@ mha::Status ReadDecodeConfig(const Fixture& f, DecodeConfig* out) {
   if (rotary->type == mha::json::Type::kObject) m.rotary = RotaryFrom(*rotary);
   c.batch_size = Int(v, "batch_size");
   c.max_length = Int(v, "max_length");
-  c.dtype = v.Find("dtype")->string == "float16" ? mha::KVCacheDtype::kFloat16
-                                                 : mha::KVCacheDtype::kFloat32;
+  const std::string& dtype = v.Find("dtype")->string;
+  c.dtype = dtype == "float16"    ? mha::KVCacheDtype::kFloat16
+            : dtype == "bfloat16" ? mha::KVCacheDtype::kBFloat16
+                                  : mha::KVCacheDtype::kFloat32;
   c.enable_gqa = Bool(v, "enable_gqa");
   c.rolling = Bool(v, "rolling");
   for (const mha::json::Value& s : v.Find("steps")->array) {

@@ -18,6 +18,7 @@ namespace mha_test {
 namespace {
 
 using mha::kernels::AttentionHead;
+using mha::kernels::Storage;
 
 void ExpectNear(const std::vector<float>& actual, const std::vector<float>& expected,
                 const char* what) {
@@ -51,25 +52,30 @@ TEST_P(KernelTest, ChosenGemmTileIsOneOfTheTiles) {
 }
 
 // Random keys and values (rows `k_stride` / `v_stride` floats apart) and,
-// when `half`, their float16 bits, the floats then rounded to them (what the
-// reference must see).
+// when stored in 16 bits, those bits, the floats then rounded to them (what
+// the reference must see).
 struct Keys {
   std::vector<float> k, v;
   std::vector<uint16_t> k16, v16;
 };
 
-std::vector<uint16_t> StoreAsHalves(std::vector<float>* x) {
-  std::vector<uint16_t> halves(x->size());
-  mha::kernels::FloatToHalf(x->data(), x->size(), halves.data());
-  mha::kernels::HalfToFloat(halves.data(), x->size(), x->data());
-  return halves;
+std::vector<uint16_t> StoreAs16(Storage storage, std::vector<float>* x) {
+  std::vector<uint16_t> bits(x->size());
+  if (storage == Storage::kBFloat16) {
+    mha::kernels::FloatToBFloat16(x->data(), x->size(), bits.data());
+    mha::kernels::BFloat16ToFloat(bits.data(), x->size(), x->data());
+  } else {
+    mha::kernels::FloatToHalf(x->data(), x->size(), bits.data());
+    mha::kernels::HalfToFloat(bits.data(), x->size(), x->data());
+  }
+  return bits;
 }
 
-Keys RandomKeys(size_t keys, size_t k_stride, size_t v_stride, bool half, uint32_t seed) {
+Keys RandomKeys(size_t keys, size_t k_stride, size_t v_stride, Storage storage, uint32_t seed) {
   Keys r{RandomVector(keys * k_stride, seed), RandomVector(keys * v_stride, seed + 1), {}, {}};
-  if (half) {
-    r.k16 = StoreAsHalves(&r.k);
-    r.v16 = StoreAsHalves(&r.v);
+  if (storage != Storage::kFloat32) {
+    r.k16 = StoreAs16(storage, &r.k);
+    r.v16 = StoreAs16(storage, &r.v);
   }
   return r;
 }
@@ -78,21 +84,22 @@ struct AttentionCase {
   size_t queries, keys, qk_dim, v_dim, extra;
   bool causal, mask, key_bias, weights;
   size_t causal_offset = 0;  // queries after a cache of this many keys
-  bool half = false;         // keys and values stored as float16 (k_half, v_half)
+  Storage storage = Storage::kFloat32;  // of keys and values (k16, v16 if 16-bit)
 };
 
 void CheckAttention(const AttentionCase& c, uint32_t seed) {
   SCOPED_TRACE(testing::Message() << "L=" << c.queries << " S=" << c.keys << " qk=" << c.qk_dim
                                   << " v=" << c.v_dim << " extra=" << c.extra << " causal=" << c.causal
                                   << " mask=" << c.mask << " kpm=" << c.key_bias << " weights=" << c.weights
-                                  << " offset=" << c.causal_offset << " half=" << c.half);
+                                  << " offset=" << c.causal_offset
+                                  << " storage=" << static_cast<int>(c.storage));
   const float neg_inf = -std::numeric_limits<float>::infinity();
   // Rows are strided wider than the head, as heads inside projections are.
   const size_t q_stride = c.qk_dim + 2, k_stride = c.qk_dim + 3, v_stride = c.v_dim + 1;
   const std::vector<float> q = RandomVector(c.queries * q_stride, seed),
                            ek = RandomVector(c.extra * c.qk_dim, seed + 3),
                            ev = RandomVector(c.extra * c.v_dim, seed + 4);
-  const Keys stored = RandomKeys(c.keys, k_stride, v_stride, c.half, seed + 1);
+  const Keys stored = RandomKeys(c.keys, k_stride, v_stride, c.storage, seed + 1);
   const std::vector<float>& k = stored.k;
   const std::vector<float>& v = stored.v;
   std::vector<float> mask = RandomVector(c.queries * c.keys, seed + 5), key_bias(c.keys, 0.0f);
@@ -133,10 +140,11 @@ void CheckAttention(const AttentionCase& c, uint32_t seed) {
   }
   std::vector<float> expected_out, expected_weights;
   ReferenceAttention(h, &expected_out, &expected_weights);
-  if (c.half) {
+  if (c.storage != Storage::kFloat32) {
     h.k = h.v = nullptr;
-    h.k_half = stored.k16.data();
-    h.v_half = stored.v16.data();
+    h.storage = c.storage;
+    h.k16 = stored.k16.data();
+    h.v16 = stored.v16.data();
   }
   auto scratch = hwy::AllocateAligned<float>(mha::kernels::AttentionScratchSize(h));
   // Two query ranges, as two threads would split them.
@@ -174,26 +182,30 @@ TEST_P(KernelTest, AttentionMatchesReference) {
   }
 }
 
-// float16 keys and values (a float16 cache on a call the decode kernel does
-// not take): converted one key tile at a time, extra keys still float.
-TEST_P(KernelTest, AttentionReadsFloat16KeysAndValues) {
+// float16 and bfloat16 keys and values (a 16-bit cache on a call the decode
+// kernel does not take): converted one key tile at a time, extra keys still
+// float.
+TEST_P(KernelTest, AttentionReads16BitKeysAndValues) {
   uint32_t seed = 50;
-  for (bool weights : {false, true}) {
-    for (const AttentionCase& c : std::vector<AttentionCase>{
-             {17, 65, 8, 8, 0, false, true, false, weights, 0, true},
-             {130, 130, 64, 64, 0, true, true, true, weights, 0, true},
-             {70, 129, 5, 128, 0, true, false, true, weights, 0, true},
-             {9, 70, 80, 17, 1, false, false, true, weights, 0, true},
-             {1, 200, 16, 16, 0, true, false, true, weights, 199, true},
-         }) {
-      CheckAttention(c, seed++);
+  for (Storage s : {Storage::kFloat16, Storage::kBFloat16}) {
+    for (bool weights : {false, true}) {
+      for (const AttentionCase& c : std::vector<AttentionCase>{
+               {17, 65, 8, 8, 0, false, true, false, weights, 0, s},
+               {130, 130, 64, 64, 0, true, true, true, weights, 0, s},
+               {70, 129, 5, 128, 0, true, false, true, weights, 0, s},
+               {9, 70, 80, 17, 1, false, false, true, weights, 0, s},
+               {1, 200, 16, 16, 0, true, false, true, weights, 199, s},
+           }) {
+        CheckAttention(c, seed++);
+      }
     }
   }
 }
 
 struct DecodeCase {
   size_t heads, queries, keys, qk_dim, v_dim;
-  bool causal, mask, key_bias, half;
+  bool causal, mask, key_bias;
+  Storage storage;
   size_t ranges;
 };
 
@@ -203,12 +215,13 @@ struct DecodeCase {
 void CheckDecode(const DecodeCase& c, uint32_t seed) {
   SCOPED_TRACE(testing::Message() << "heads=" << c.heads << " L=" << c.queries << " T=" << c.keys
                                   << " qk=" << c.qk_dim << " v=" << c.v_dim << " causal=" << c.causal
-                                  << " mask=" << c.mask << " kpm=" << c.key_bias << " half=" << c.half
+                                  << " mask=" << c.mask << " kpm=" << c.key_bias
+                                  << " storage=" << static_cast<int>(c.storage)
                                   << " ranges=" << c.ranges);
   const float neg_inf = -std::numeric_limits<float>::infinity();
   const size_t k_stride = c.qk_dim + 3, v_stride = c.v_dim + 1, rows = c.heads * c.queries;
   const std::vector<float> q = RandomVector(rows * c.qk_dim, seed);
-  const Keys stored = RandomKeys(c.keys, k_stride, v_stride, c.half, seed + 1);
+  const Keys stored = RandomKeys(c.keys, k_stride, v_stride, c.storage, seed + 1);
   const std::vector<float>& k = stored.k;
   const std::vector<float>& v = stored.v;
   std::vector<float> mask = RandomVector(rows * c.keys, seed + 3), key_bias(c.keys, 0.0f);
@@ -216,9 +229,10 @@ void CheckDecode(const DecodeCase& c, uint32_t seed) {
   for (size_t j = 1; j < c.keys; j += 3) key_bias[j] = neg_inf;
   const size_t offset = c.keys - c.queries;  // the queries are the last positions
   mha::kernels::DecodeGroup g;
-  g.k = c.half ? static_cast<const void*>(stored.k16.data()) : k.data();
-  g.v = c.half ? static_cast<const void*>(stored.v16.data()) : v.data();
-  g.half = c.half;
+  const bool narrow = c.storage != Storage::kFloat32;
+  g.k = narrow ? static_cast<const void*>(stored.k16.data()) : k.data();
+  g.v = narrow ? static_cast<const void*>(stored.v16.data()) : v.data();
+  g.storage = c.storage;
   g.k_stride = k_stride;
   g.v_stride = v_stride;
   g.num_keys = c.keys;
@@ -271,14 +285,14 @@ void CheckDecode(const DecodeCase& c, uint32_t seed) {
 
 TEST_P(KernelTest, DecodeMatchesReference) {
   uint32_t seed = 100;
-  for (bool half : {false, true}) {
+  for (Storage s : {Storage::kFloat32, Storage::kFloat16, Storage::kBFloat16}) {
     for (const DecodeCase& c : std::vector<DecodeCase>{
-             {1, 1, 1, 4, 4, false, false, false, half, 1},
-             {1, 1, 200, 64, 64, true, false, false, half, 3},
-             {4, 1, 130, 64, 64, true, false, true, half, 2},
-             {2, 3, 70, 17, 9, true, true, true, half, 4},
-             {8, 2, 65, 128, 80, false, true, false, half, 1},
-             {3, 5, 9, 5, 3, true, true, true, half, 2},
+             {1, 1, 1, 4, 4, false, false, false, s, 1},
+             {1, 1, 200, 64, 64, true, false, false, s, 3},
+             {4, 1, 130, 64, 64, true, false, true, s, 2},
+             {2, 3, 70, 17, 9, true, true, true, s, 4},
+             {8, 2, 65, 128, 80, false, true, false, s, 1},
+             {3, 5, 9, 5, 3, true, true, true, s, 2},
          }) {
       CheckDecode(c, seed++);
     }
@@ -298,7 +312,7 @@ TEST_P(KernelTest, FlashWeightsAndDecodePathsAgree) {
       // The queries are the last positions (all of them past the keys when fewer).
       const size_t dim = 16, offset = keys > queries ? keys - queries : 0;
       const std::vector<float> q = RandomVector(queries * dim, seed++);
-      const Keys stored = RandomKeys(keys, dim, dim, false, seed++);
+      const Keys stored = RandomKeys(keys, dim, dim, Storage::kFloat32, seed++);
       std::vector<float> mask = RandomVector(queries * keys, seed++), key_bias(keys, 0.25f);
       for (size_t i = 0; i < mask.size(); i += 3) mask[i] = neg_inf;
       for (size_t j = 1; j < keys; j += 4) key_bias[j] = neg_inf;

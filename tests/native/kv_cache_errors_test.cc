@@ -205,6 +205,24 @@ TEST(KVCacheCreateErrors, BadDimsAndSizes) {
   EXPECT_EQ(cache, nullptr);
 }
 
+// bytes(): keys and values of every entry, head and position, in the dtype's
+// element size; a module's cache has the module's head dims.
+TEST(KVCacheBytes, AreWhatTheStorageTakes) {
+  for (const auto& [dtype, element] : {std::pair{KVCacheDtype::kFloat32, 4},
+                                       std::pair{KVCacheDtype::kFloat16, 2},
+                                       std::pair{KVCacheDtype::kBFloat16, 2}}) {
+    SCOPED_TRACE(mha::KVCacheDtypeName(dtype));
+    std::unique_ptr<KVCache> cache;
+    ASSERT_TRUE(KVCache::Create({3, 2, 5, 7, 11, dtype}, &cache).ok());
+    EXPECT_EQ(cache->bytes(), size_t{3} * 11 * 2 * (5 + 7) * element);
+    mha::MultiheadAttentionConfig c;
+    c.embed_dim = kE;
+    c.num_heads = kH;
+    ASSERT_TRUE(MakeModule(c)->CreateKVCache(2, 9, dtype, &cache).ok());
+    EXPECT_EQ(cache->bytes(), size_t{2} * 9 * 2 * kE * element);
+  }
+}
+
 TEST(KVCacheCreateErrors, SdpaCacheOfOtherHeadDims) {
   std::unique_ptr<KVCache> cache;
   ASSERT_TRUE(KVCache::Create({1, 2, 4, 4, 8, KVCacheDtype::kFloat16}, &cache).ok());

@@ -3,7 +3,7 @@
 // search that reorders between steps (duplicating beams, dropping others,
 // cycles) decodes the rows of one full causal forward per beam, on every
 // compiled Highway target, for module and free (SDPA) caches in float32 and
-// float16; bad indices leave the cache as it was; a reorder on one thread and
+// the 16-bit dtypes; bad indices leave the cache as it was; a reorder on one thread and
 // attention on another never see each other's half-done work.
 #include <atomic>
 #include <cstring>
@@ -31,10 +31,10 @@ using mha::KVCacheDtype;
 // The raw bytes of the held keys and values of batch entry n.
 std::vector<uint8_t> EntryBytes(const KVCache& cache, size_t n) {
   const mha::KVRows rows = KVCacheAccess::Read(cache);
-  const bool half = rows.keys_half != nullptr;
-  const size_t element = half ? 2 : 4;
-  const auto* keys = half ? static_cast<const void*>(rows.keys_half) : rows.keys;
-  const auto* values = half ? static_cast<const void*>(rows.values_half) : rows.values;
+  const bool narrow = rows.storage != mha::kernels::Storage::kFloat32;
+  const size_t element = narrow ? 2 : 4;
+  const auto* keys = narrow ? static_cast<const void*>(rows.keys16) : rows.keys;
+  const auto* values = narrow ? static_cast<const void*>(rows.values16) : rows.values;
   std::vector<uint8_t> bytes;
   const auto append = [&](const void* base, size_t batch, size_t head, size_t step) {
     for (size_t g = 0; g < static_cast<size_t>(cache.config().num_kv_heads); ++g) {
@@ -103,9 +103,10 @@ void ExpectEveryMapping(const mha::KVCacheConfig& config, int64_t held) {
   EXPECT_EQ(cache->length(), held);
 }
 
-// Every mapping of 1 to 6 entries (46,656 of 6), in both dtypes.
+// Every mapping of 1 to 6 entries (46,656 of 6), in every dtype.
 TEST(KVCacheReorder, EveryMappingOfUpToSixEntries) {
-  for (const KVCacheDtype dtype : {KVCacheDtype::kFloat32, KVCacheDtype::kFloat16}) {
+  for (const KVCacheDtype dtype :
+       {KVCacheDtype::kFloat32, KVCacheDtype::kFloat16, KVCacheDtype::kBFloat16}) {
     for (int64_t n = 1; n <= 6; ++n) ExpectEveryMapping({n, 2, 3, 5, 4, dtype}, 3);
   }
 }

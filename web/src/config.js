@@ -209,6 +209,5 @@ export function checkModuleCacheOptions(c, options) {
                        'decode with a cache');
   }
   const d = resolvedDims(c);
-  checkCacheSize(checked, d.numKVHeads, d.qkHeadDim, d.vHeadDim);
-  return checked;
+  return { ...checked, bytes: checkCacheSize(checked, d.numKVHeads, d.qkHeadDim, d.vHeadDim) };
 }

@@ -9,7 +9,8 @@ import { Lifetime } from './lifetime.js';
 import { settle } from './settle.js';
 import { checkOptionsObject, checkPositiveInteger, describe } from './validate.js';
 
-const DTYPES = ['float32', 'float16'];
+// The dtypes and the bytes of one stored element.
+const ELEMENT_BYTES = { float32: 4, float16: 2, bfloat16: 2 };
 
 // {batchSize, maxLength, dtype} (+ the functional form's `extraKeys`).
 export function checkCacheOptions(options, name, extraKeys = []) {
@@ -19,8 +20,9 @@ export function checkCacheOptions(options, name, extraKeys = []) {
   }
   const o = checkOptionsObject(options, name, ['batchSize', 'maxLength', 'dtype', ...extraKeys]);
   const dtype = o.dtype ?? 'float32';
-  if (!DTYPES.includes(dtype)) {
-    throw new MHAError(`dtype: expected 'float32' or 'float16', received ${describe(dtype)}`);
+  if (!Object.hasOwn(ELEMENT_BYTES, dtype)) {
+    throw new MHAError("dtype: expected 'float32', 'float16' or 'bfloat16', received " +
+                       describe(dtype));
   }
   return {
     batchSize: checkPositiveInteger(o.batchSize, 'batchSize'),
@@ -35,15 +37,16 @@ export function checkCacheOptions(options, name, extraKeys = []) {
 const SIZE_MAX = 2 ** 32 - 1;
 const MAX_LENGTH = 2 ** 40;
 
-// A cache of `numKVHeads` heads of headDim-wide keys and vHeadDim-wide values.
+// A cache of `numKVHeads` heads of headDim-wide keys and vHeadDim-wide
+// values: the bytes its storage takes (KVCache::bytes), when addressable.
 export function checkCacheSize({ batchSize, maxLength, dtype }, numKVHeads, headDim, vHeadDim) {
-  const rows = batchSize * maxLength;
-  const widest = numKVHeads * Math.max(headDim, vHeadDim);
-  const elementSize = dtype === 'float16' ? 2 : 4;
-  if (!(rows * widest * elementSize < SIZE_MAX) || maxLength > MAX_LENGTH) {
+  const rows = batchSize * maxLength * numKVHeads;
+  const elementSize = ELEMENT_BYTES[dtype];
+  if (!(rows * Math.max(headDim, vHeadDim) * elementSize < SIZE_MAX) || maxLength > MAX_LENGTH) {
     throw new MHAError(`createKVCache: cache: out of memory for batch_size ${batchSize} and max_length ` +
                        `${maxLength}: its storage would exceed the address space`);
   }
+  return rows * (headDim + vHeadDim) * elementSize;
 }
 
 // truncate(n): n's type. Whether the cache holds n keys is the core's check
@@ -88,6 +91,8 @@ export class KVCache {
   get maxLength() { return this.option('maxLength'); }
   get batchSize() { return this.option('batchSize'); }
   get dtype() { return this.option('dtype'); }
+  /** Bytes its keys and values take (all allocated at creation). */
+  get bytes() { return this.checkAlive('cache.bytes').bytes(); }
 
   option(key) {
     this.checkAlive(`cache.${key}`);

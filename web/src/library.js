@@ -67,7 +67,7 @@ export function checkSdpaCache(options) {
     headDim: checkPositiveInteger(options.headDim, 'headDim'),
     vHeadDim: checkPositiveInteger(options.vHeadDim ?? options.headDim, 'vHeadDim'),
   };
-  checkCacheSize(checked, checked.numKVHeads, checked.headDim, checked.vHeadDim);
+  checked.bytes = checkCacheSize(checked, checked.numKVHeads, checked.headDim, checked.vHeadDim);
   return checked;
 }
 
@@ -95,7 +95,7 @@ export class MHALibrary {
   }
 
   // A cache for scaledDotProductAttention: {batchSize, numKVHeads, headDim,
-  // vHeadDim, maxLength, dtype: 'float32' | 'float16'}.
+  // vHeadDim, maxLength, dtype: 'float32' | 'float16' | 'bfloat16'}.
   createKVCache(options) {
     const c = checkSdpaCache(options);
     return new KVCache(this.wasm, c, (cache, result) => cache.createFree({

@@ -119,7 +119,7 @@ export class MultiheadAttention {
     });
   }
 
-  // A KVCache for this module: {batchSize, maxLength, dtype: 'float32' | 'float16'}.
+  // A KVCache for this module: {batchSize, maxLength, dtype: 'float32' | 'float16' | 'bfloat16'}.
   createKVCache(options) {
     const binding = this.checkAlive('createKVCache');
     const checked = checkModuleCacheOptions(this.config, options);

@@ -25,8 +25,9 @@ import {
   checkForward, checkLoadSafetensors, checkLoadStateDict,
 } from './multihead_attention.js';
 
-// A new cache's getters, from its checked {batchSize, maxLength, dtype}.
-const newCache = ({ batchSize, maxLength, dtype }) => ({ length: 0, maxLength, batchSize, dtype });
+// A new cache's getters, from its checked {batchSize, maxLength, dtype, bytes}.
+const newCache = ({ batchSize, maxLength, dtype, bytes }) =>
+  ({ length: 0, maxLength, batchSize, dtype, bytes });
 
 export const PROXIED = {
   MHALibrary: {
@@ -72,7 +73,7 @@ export const PROXIED = {
       reorder: (self, indices) => checkReorder(indices, self.state.batchSize),
     },
     creates: {},
-    getters: ['length', 'maxLength', 'batchSize', 'dtype'],
+    getters: ['length', 'maxLength', 'batchSize', 'dtype', 'bytes'],
     known: newCache,
     // Calls that take the cache (forward, scaledDotProductAttention) change it.
     mirror: ['length'],

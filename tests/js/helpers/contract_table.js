@@ -232,11 +232,11 @@ export function contractTable(fixture) {
 
     // Caches: made at once, their getters known at once.
     ['mha.createKVCache: getters right after', (ctx) => {
-      const cache = made(ctx, ctx.mha.createKVCache({ batchSize: 2, maxLength: 5, dtype: 'float16' }));
-      return [cache.length, cache.maxLength, cache.batchSize, cache.dtype];
+      const cache = made(ctx, ctx.mha.createKVCache({ batchSize: 2, maxLength: 5, dtype: 'bfloat16' }));
+      return [cache.length, cache.maxLength, cache.batchSize, cache.dtype, cache.bytes];
     }, RETURNS],
-    ['mha.createKVCache: dtype bfloat16', ({ mha }) => mha.createKVCache({ batchSize: 1, maxLength: 4, dtype: 'bfloat16' }),
-      THROWS(/^dtype: expected 'float32' or 'float16', received the string 'bfloat16'$/)],
+    ['mha.createKVCache: dtype float64', ({ mha }) => mha.createKVCache({ batchSize: 1, maxLength: 4, dtype: 'float64' }),
+      THROWS(/^dtype: expected 'float32', 'float16' or 'bfloat16', received the string 'float64'$/)],
     ['mha.createKVCache: maxLength 0', ({ mha }) => mha.createKVCache({ batchSize: 1, maxLength: 0 }),
       THROWS(/^maxLength: expected a positive integer, received number 0$/)],
     ['mha.createKVCache on a module with addBiasKV', (ctx) =>
@@ -247,8 +247,8 @@ export function contractTable(fixture) {
     ['mha.createKVCache on a disposed module', (ctx) => disposed(create(ctx)).createKVCache({ batchSize: 1, maxLength: 4 }),
       THROWS(/^createKVCache: expected a live module, received one that was disposed$/)],
     ['lib.createKVCache: getters right after', (ctx) => {
-      const cache = made(ctx, ctx.lib.createKVCache({ ...sdpaCache, dtype: 'float16' }));
-      return [cache.length, cache.maxLength, cache.batchSize, cache.dtype];
+      const cache = made(ctx, ctx.lib.createKVCache({ ...sdpaCache, dtype: 'float16', vHeadDim: 3 }));
+      return [cache.length, cache.maxLength, cache.batchSize, cache.dtype, cache.bytes];
     }, RETURNS],
     ['lib.createKVCache: numKVHeads missing', ({ lib }) => lib.createKVCache({ batchSize: 1, maxLength: 4, headDim: 4 }),
       THROWS(/^numKVHeads: expected a positive integer, received undefined$/)],

@@ -35,15 +35,19 @@ export async function usage(): Promise<number> {
   const cache: KVCache = gqa.createKVCache({ batchSize: 1, maxLength: 16, dtype: 'float16' });
   await gqa.forward(x, null, null, { cache, isCausal: true });
   const held: number = cache.length + cache.maxLength + cache.batchSize;
-  const c2 = lib.createKVCache({ batchSize: 1, numKVHeads: 1, headDim: 4, maxLength: 8 });
+  const c2 = lib.createKVCache({ batchSize: 1, numKVHeads: 1, headDim: 4, maxLength: 8,
+    dtype: 'bfloat16' });
+  const bytes: number = c2.bytes;
   await lib.scaledDotProductAttention(x, x, x, { cache: c2, enableGqa: true });
   await cache.truncate(0);
   await cache.reorder(Int32Array.of(0));
   c2.dispose();
   mha.dispose();
   try {
-    // @ts-expect-error dtype is 'float32' or 'float16'
-    gqa.createKVCache({ batchSize: 1, maxLength: 4, dtype: 'bfloat16' });
+    // @ts-expect-error dtype is 'float32', 'float16' or 'bfloat16'
+    gqa.createKVCache({ batchSize: 1, maxLength: 4, dtype: 'float64' });
+    // @ts-expect-error bytes is read-only
+    c2.bytes = 0;
     // @ts-expect-error reorder takes an Int32Array
     await cache.reorder([0]);
     // @ts-expect-error embedDim is required
@@ -68,5 +72,5 @@ export async function usage(): Promise<number> {
   }
   return result.output.data.length + (result.weights?.shape.length ?? 0) + sdpa.shape[0] +
     build.length + (reason ?? '').length + Number(proxied) + inUseBytes + found.qSize + held +
-    (normOver ?? '').length;
+    (normOver ?? '').length + bytes;
 }
