@@ -89,18 +89,22 @@ forEachBrowser((ctx) => {
     assert.match(empty.message, /listAttentionModules: bytes: expected .* received an empty array/);
   });
 
-  // KV caches made in the worker: created synchronously, their length mirrored after each call.
+  // KV caches made in the worker: created synchronously, their length and held mirrored after
+  // each call.
   const DECODING = ['float16_gqa_rotary_weights.safetensors', 'cross_filled_once.safetensors',
     'self_truncate_continue.safetensors', 'sdpa_cache_gqa.safetensors',
     'beam_self_gqa_rotary.safetensors', 'beam_float16_batch_first.safetensors', 'beam_sdpa_gqa.safetensors',
     // today's models: the score options cross to the worker
     'gemma2_global_decoding.safetensors', 'sdpa_softcap_scale.safetensors',
     'gpt_oss_window_sinks_decoding.safetensors', 'sdpa_sinks_window.safetensors',
-    'alibi_bloom_h6_decoding.safetensors', 'sdpa_alibi_slopes.safetensors'];
+    'alibi_bloom_h6_decoding.safetensors', 'sdpa_alibi_slopes.safetensors',
+    // generation: positions and rolling caches cross to the worker
+    'ragged_left_padded_gqa_rotary.safetensors', 'rolling_smallest_gqa_rotary.safetensors',
+    'rolling_sdpa_gqa.safetensors'];
   for (const fixture of decodingFixtures().filter((f) => DECODING.includes(f.name))) {
     test(`decoding through the proxy: ${fixture.name}`, async () => {
       const results = await page.evaluate((path) => window.proxyTest.decode(path), fixture.path);
-      checkDecoding(fixture, results.map((r) => ({ ...result(r), length: r.length })));
+      checkDecoding(fixture, results.map((r) => ({ ...result(r), length: r.length, held: r.held })));
     });
   }
 

@@ -200,5 +200,10 @@ export function checkModuleCacheOptions(c, options) {
   }
   const d = resolvedDims(c);
   checkCacheSize(checked, d.numKVHeads, d.qkHeadDim, d.vHeadDim);
+  if (checked.rolling && c.window.left < 0) {
+    throw new MHAError('createKVCache: cache: rolling needs a module with a finite left window ' +
+                       '(window), and this module has none: every key stays visible, so none ' +
+                       'may be dropped');
+  }
   return checked;
 }

@@ -25,8 +25,9 @@ import {
   checkForward, checkLoadSafetensors, checkLoadStateDict,
 } from './multihead_attention.js';
 
-// A new cache's getters, from its checked {batchSize, maxLength, dtype}.
-const newCache = ({ batchSize, maxLength, dtype }) => ({ length: 0, maxLength, batchSize, dtype });
+// A new cache's getters, from its checked {batchSize, maxLength, dtype, rolling}.
+const newCache = ({ batchSize, maxLength, dtype, rolling }) =>
+  ({ length: 0, held: 0, maxLength, batchSize, dtype, rolling });
 
 export const PROXIED = {
   MHALibrary: {
@@ -72,10 +73,10 @@ export const PROXIED = {
       reorder: (self, indices) => checkReorder(indices, self.state.batchSize),
     },
     creates: {},
-    getters: ['length', 'maxLength', 'batchSize', 'dtype'],
+    getters: ['length', 'held', 'maxLength', 'batchSize', 'dtype', 'rolling'],
     known: newCache,
     // Calls that take the cache (forward, scaledDotProductAttention) change it.
-    mirror: ['length'],
+    mirror: ['length', 'held'],
     disposable: true,
     name: 'cache',
     noun: 'KVCache',

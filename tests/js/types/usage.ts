@@ -25,7 +25,9 @@ export async function usage(): Promise<number> {
     rotary: { dim: 4, base: 10000, interleaved: false } });
   const cache: KVCache = gqa.createKVCache({ batchSize: 1, maxLength: 16, dtype: 'float16' });
   await gqa.forward(x, null, null, { cache, isCausal: true });
-  const held: number = cache.length + cache.maxLength + cache.batchSize;
+  const held: number = cache.length + cache.maxLength + cache.batchSize + cache.held;
+  const rolling: boolean = gqa.createKVCache({ batchSize: 1, maxLength: 8, rolling: true }).rolling;
+  await gqa.forward(x, x, x, { cache, positions: Int32Array.of(3, 4) });
   const c2 = lib.createKVCache({ batchSize: 1, numKVHeads: 1, headDim: 4, maxLength: 8 });
   await lib.scaledDotProductAttention(x, x, x, { cache: c2, enableGqa: true });
   await cache.truncate(0);
@@ -37,6 +39,8 @@ export async function usage(): Promise<number> {
     gqa.createKVCache({ batchSize: 1, maxLength: 4, dtype: 'bfloat16' });
     // @ts-expect-error reorder takes an Int32Array
     await cache.reorder([0]);
+    // @ts-expect-error positions is an Int32Array
+    await gqa.forward(x, x, x, { positions: [0, 1] });
     // @ts-expect-error embedDim is required
     lib.createMultiheadAttention({ numHeads: 2 });
     // @ts-expect-error data must be a Float32Array
@@ -56,5 +60,5 @@ export async function usage(): Promise<number> {
     if (!(error instanceof MHAError)) throw error;
   }
   return result.output.data.length + (result.weights?.shape.length ?? 0) + sdpa.shape[0] +
-    build.length + (reason ?? '').length + Number(proxied) + inUseBytes + found.qSize + held;
+    build.length + (reason ?? '').length + Number(proxied) + inUseBytes + found.qSize + held + Number(rolling);
 }
