@@ -23,7 +23,7 @@ namespace mha {
 // are (address, rank, kMaxResultRank dims) each.
 class Frame {
  public:
-  enum Slot { kQuery, kKey, kValue, kKeyPaddingMask, kAttnMask, kSinks, kAlibiSlopes };
+  enum Slot { kQuery, kKey, kValue, kKeyPaddingMask, kAttnMask, kSinks, kAlibiSlopes, kPositions };
   enum Flag : uint32_t { kNeedWeights = 1, kAverageAttnWeights = 2, kIsCausal = 4, kEnableGqa = 8 };
 
   enum Number { kScale, kSoftcap };
@@ -37,7 +37,8 @@ class Frame {
     val layout = val::object();
     val slots = val::array();
     for (const char* name :
-         {"query", "key", "value", "keyPaddingMask", "attnMask", "sinks", "alibiSlopes"}) {
+         {"query", "key", "value", "keyPaddingMask", "attnMask", "sinks", "alibiSlopes",
+          "positions"}) {
       slots.call<void>("push", std::string(name));
     }
     layout.set("slots", slots);
@@ -80,6 +81,12 @@ class Frame {
     if (s[2]) return MaskView::Bool(reinterpret_cast<const uint8_t*>(s[0]), ShapeOf(s));
     return MaskView::Float(reinterpret_cast<const float*>(s[0]), ShapeOf(s));
   }
+  // An int32 slot (positions): its data and element count; null when absent.
+  const int32_t* Integers(Slot slot, size_t* count) const {
+    const uint32_t* s = SlotWords(slot);
+    *count = s[0] == 0 ? 0 : static_cast<size_t>(NumElements(ShapeOf(s)));
+    return reinterpret_cast<const int32_t*>(s[0]);
+  }
   bool flag(Flag f) const { return (words_[kFlags] & f) != 0; }
   int32_t integer(Integer n) const { return static_cast<int32_t>(words_[kIntegers + n]); }
   float number(Number n) const {
@@ -95,7 +102,7 @@ class Frame {
 
  private:
   static constexpr int kSlotWords = 4;
-  static constexpr int kFlags = kSlotWords * (kAlibiSlopes + 1);
+  static constexpr int kFlags = kSlotWords * (kPositions + 1);
   static constexpr int kNumbers = kFlags + 1;
   static constexpr int kIntegers = kNumbers + kSoftcap + 1;
   static constexpr int kOutput = kIntegers + kWindowRight + 1;

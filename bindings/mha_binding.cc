@@ -205,7 +205,7 @@ int ListAttentionModulesBinding(const val& shards, CallResult& result) {
 // createFree (the functional form's).
 class KVCacheBinding {
  public:
-  // config: {batch_size, num_kv_heads, head_dim, v_head_dim, max_length, dtype}
+  // config: {batch_size, num_kv_heads, head_dim, v_head_dim, max_length, dtype, rolling}
   int createFree(const val& config, CallResult& result) {
     KVCacheConfig c;
     c.batch_size = Dim(config["batch_size"]);
@@ -214,10 +214,12 @@ class KVCacheBinding {
     c.v_head_dim = Dim(config["v_head_dim"]);
     c.max_length = Dim(config["max_length"]);
     c.dtype = DtypeFrom(config["dtype"]);
+    c.rolling = config["rolling"].as<bool>();
     return result.Record(KVCache::Create(c, &cache_));
   }
   double length() const { return static_cast<double>(cache_->length()); }
   double bytes() const { return static_cast<double>(cache_->bytes()); }
+  double held() const { return static_cast<double>(cache_->held()); }
   int truncate(double length, CallResult& result) {
     return result.Record(cache_->Truncate(static_cast<int64_t>(length)));
   }
@@ -278,10 +280,10 @@ class MultiheadAttentionBinding {
   }
 
   int createKVCache(KVCacheBinding& out, double batch_size, double max_length,
-                    const val& dtype, CallResult& result) {
+                    const val& dtype, bool rolling, CallResult& result) {
     return result.Record(module_->CreateKVCache(static_cast<int64_t>(batch_size),
                                                 static_cast<int64_t>(max_length),
-                                                DtypeFrom(dtype), &out.cache_));
+                                                DtypeFrom(dtype), rolling, &out.cache_));
   }
 
   // [{name, shape}] in state_dict order: JS computes them from the config
@@ -345,7 +347,8 @@ class MultiheadAttentionBinding {
   }
 
   // A frame of query, key, value (absent: attend the cache only),
-  // key_padding_mask, attn_mask and the flags; `cache` may be null.
+  // key_padding_mask, attn_mask, positions (absent: P + i) and the flags;
+  // `cache` may be null.
   int forward(uintptr_t frame_address, KVCacheBinding* cache, CallResult& result) {
     Frame frame(frame_address);
     ForwardOptions o;
@@ -355,6 +358,7 @@ class MultiheadAttentionBinding {
     o.average_attn_weights = frame.flag(Frame::kAverageAttnWeights);
     o.is_causal = frame.flag(Frame::kIsCausal);
     o.cache = CacheFrom(cache);
+    o.positions = frame.Integers(Frame::kPositions, &o.num_positions);
     ForwardResult out;
     const Status status = module_->Forward(frame.Tensor(Frame::kQuery), frame.Tensor(Frame::kKey),
                                            frame.Tensor(Frame::kValue), o, &out, g_pool.get());
@@ -426,6 +430,7 @@ EMSCRIPTEN_BINDINGS(mha) {
       .function("createFree", &KVCacheBinding::createFree)
       .function("length", &KVCacheBinding::length)
       .function("bytes", &KVCacheBinding::bytes)
+      .function("held", &KVCacheBinding::held)
       .function("truncate", &KVCacheBinding::truncate)
       .function("reorder", &KVCacheBinding::reorder);
 }

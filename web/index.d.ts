@@ -171,6 +171,14 @@ export interface KVCacheOptions {
    * relative: 11 and 8 significant bits).
    */
   dtype?: KVCacheDtype;
+  /**
+   * A ring of maxLength slots for attention with a finite left window (a module's `window`, or
+   * each scaledDotProductAttention call's): appending past maxLength drops the oldest keys,
+   * which no later query sees; results are identical to a cache that keeps every key. Each call
+   * needs maxLength >= left window + the rows it appends (else MHAError naming the three
+   * numbers). A module without a finite left window throws MHAError.
+   */
+  rolling?: boolean;
 }
 
 export interface SdpaKVCacheOptions extends KVCacheOptions {
@@ -186,10 +194,14 @@ export interface SdpaKVCacheOptions extends KVCacheOptions {
  */
 export interface KVCache {
   /**
-   * Keys held per batch entry. Through the proxy, as of the last call on it that has settled
-   * (await the calls that use the cache before reading it).
+   * Positions appended per batch entry (what masks and weights span; a rolling cache keeps
+   * counting). Through the proxy, as of the last call on it that has settled (await the calls
+   * that use the cache before reading it).
    */
   readonly length: number;
+  /** Keys in memory per batch entry: length, or at most maxLength when rolling; as length. */
+  readonly held: number;
+  readonly rolling: boolean;
   readonly maxLength: number;
   readonly batchSize: number;
   readonly dtype: KVCacheDtype;
@@ -197,7 +209,8 @@ export interface KVCache {
   readonly bytes: number;
   /**
    * Keeps the first n keys; resolves once done (calls run in order, so after the calls sent
-   * before it). n not an integer >= 0 throws; n > length rejects with MHAError.
+   * before it). n not an integer >= 0 throws; n > length rejects with MHAError, and so does,
+   * on a rolling cache, an n whose keys n - left .. n - 1 are no longer held.
    */
   truncate(n: number): Promise<void>;
   /** truncate(0). */
@@ -301,6 +314,14 @@ export interface ForwardOptions {
    * cache only), appended at positions cache.length..; masks and weights span all keys held.
    */
   cache?: KVCache;
+  /**
+   * Rotary position of each query row and of the key row appended with it: N * L entries,
+   * batch-major (n * L + i) whatever batchFirst (L unbatched); default cache.length + i.
+   * Hugging Face's position_ids for padded batches. Masks, window and ALiBi still use slots.
+   * Rejects (MHAError) on a module without rotary, a length other than N * L, and key rows
+   * other than the query rows (key and value may be null with a cache).
+   */
+  positions?: Int32Array;
 }
 
 export interface ForwardResult {

@@ -228,6 +228,13 @@ void KVCacheAccess::Grow(KVCache& cache, int64_t length) {
   s.length.store(length, std::memory_order_release);
 }
 
+void KVCacheAccess::Abandon(KVCache& cache, int64_t new_keys) {
+  KVCache::State& s = *cache.state_;
+  const int64_t held = s.held.load(std::memory_order_relaxed);
+  const int64_t overwritten = std::max<int64_t>(0, held + new_keys - cache.config_.max_length);
+  s.held.store(held - std::min(held, overwritten), std::memory_order_release);
+}
+
 HeldSlots KVCacheAccess::Held(const KVCache& cache) {
   const size_t max_length = static_cast<size_t>(cache.config_.max_length);
   const size_t held = static_cast<size_t>(cache.held());

@@ -124,6 +124,12 @@ class KVCacheAccess {
   // keys and values. The caller holds the lock.
   static void Grow(KVCache& cache, int64_t length);
 
+  // After a call that may have written new_keys keys (Write) and then
+  // failed: in a full rolling ring they may have overwritten the oldest held
+  // keys, which are then no longer held (the call's queries never see them;
+  // a truncate back over them becomes an error). Nothing changes otherwise.
+  static void Abandon(KVCache& cache, int64_t new_keys);
+
   // The slots of the held positions.
   static HeldSlots Held(const KVCache& cache);
 

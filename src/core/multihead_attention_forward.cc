@@ -227,7 +227,12 @@ Status MultiheadAttention::Forward(const TensorView& query, const TensorView& ke
       }
       m.complete = true;
     }
-    m.Run(config_, plan, query, key, value, options, result, pool);
+    try {
+      m.Run(config_, plan, query, key, value, options, result, pool);
+    } catch (...) {
+      if (options.cache != nullptr) KVCacheAccess::Abandon(*options.cache, plan.attention.S);
+      throw;
+    }
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("forward: out of memory for query " + ShapeString(query.shape) +
                                " and key " + ShapeString(key.shape));

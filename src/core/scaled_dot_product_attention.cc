@@ -229,7 +229,13 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
     MHA_RETURN_IF_ERROR(CheckSdpa(query, key, value, options, &d));
     MHA_RETURN_IF_ERROR(CheckMaskAndOutput(query, value, options, &d, &out_shape));
     output->shape = out_shape;
-    Run(Plan(d, options), d, query, key, value, options, output, pool);
+    const AttentionPlan plan = Plan(d, options);
+    try {
+      Run(plan, d, query, key, value, options, output, pool);
+    } catch (...) {
+      if (options.cache != nullptr) KVCacheAccess::Abandon(*options.cache, plan.S);
+      throw;
+    }
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("out of memory for query " +
                                ShapeString(query.shape) + " and key " + ShapeString(key.shape));

@@ -89,7 +89,8 @@ forEachBrowser((ctx) => {
     assert.match(empty.message, /listAttentionModules: bytes: expected .* received an empty array/);
   });
 
-  // KV caches made in the worker: created synchronously, their length mirrored after each call.
+  // KV caches made in the worker: created synchronously, their length and held mirrored after
+  // each call.
   const DECODING = ['float16_gqa_rotary_weights.safetensors', 'cross_filled_once.safetensors',
     'self_truncate_continue.safetensors', 'sdpa_cache_gqa.safetensors',
     'beam_self_gqa_rotary.safetensors', 'beam_float16_batch_first.safetensors', 'beam_sdpa_gqa.safetensors',
@@ -100,11 +101,14 @@ forEachBrowser((ctx) => {
     'qwen3_qk_norm_decoding.safetensors', 'cohere_qk_norm_layer_per_head.safetensors',
     // scaled rotary: config.json's rope_scaling and a Float32Array table cross to the worker
     'gpt_oss_yarn_window_sinks_decoding.safetensors', 'llama3_past_original_decoding.safetensors',
-    'inv_freq_attention_factor_decoding.safetensors'];
+    'inv_freq_attention_factor_decoding.safetensors',
+    // generation: positions and rolling caches cross to the worker
+    'ragged_left_padded_gqa_rotary.safetensors', 'rolling_smallest_gqa_rotary.safetensors',
+    'rolling_sdpa_gqa.safetensors'];
   for (const fixture of decodingFixtures().filter((f) => DECODING.includes(f.name))) {
     test(`decoding through the proxy: ${fixture.name}`, async () => {
       const results = await page.evaluate((path) => window.proxyTest.decode(path), fixture.path);
-      checkDecoding(fixture, results.map((r) => ({ ...result(r), length: r.length })));
+      checkDecoding(fixture, results.map((r) => ({ ...result(r), length: r.length, held: r.held })));
     });
   }
 

@@ -82,7 +82,8 @@ const INV_FREQS = [new Float32Array([1, 0.5]), new Float32Array([1]),
 
 function randomCacheOptions() {
   const dim = () => pick([1, 2, 3, 8, 2 ** 20, 2 ** 31, 2 ** 41, 2 ** 53 - 1]);
-  return { batchSize: dim(), maxLength: dim(), dtype: pick(['float32', 'float16']) };
+  return { batchSize: dim(), maxLength: dim(), dtype: pick(['float32', 'float16']),
+    rolling: pick([false, true]) };
 }
 
 // The bytes of a cache's keys and values, as the core allocates them.
@@ -145,7 +146,7 @@ test(`${CONFIGS} configs: JS refuses what the core refuses and knows its paramet
         }
         const cache = new wasm.KVCache();
         const core = coreError(binding.createKVCache(cache, options.batchSize, options.maxLength,
-          options.dtype, result), result, 'createKVCache');
+          options.dtype, options.rolling, result), result, 'createKVCache');
         cache.delete();
         assertSameVerdict(js, core, `${what}, cache ${JSON.stringify(options)}`);
         caches++;
@@ -173,6 +174,7 @@ test('lib.createKVCache: JS refuses what the core refuses', () => {
     const core = coreError(cache.createFree({
       batch_size: options.batchSize, max_length: options.maxLength, dtype: options.dtype,
       num_kv_heads: options.numKVHeads, head_dim: options.headDim, v_head_dim: vHeadDim,
+      rolling: options.rolling,
     }, result), result, 'createKVCache');
     cache.delete();
     assertSameVerdict(js, core, JSON.stringify(options));

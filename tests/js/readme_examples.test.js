@@ -44,7 +44,8 @@ test("the README's benchmark summary is the one bench/RESULTS.md gives", () => {
 
 test('the README has the examples this test knows', () => {
   const names = examples().map((e) => e.name);
-  for (const name of ['quickstart.mjs', 'decoding.mjs', 'beam_search.mjs', ...Object.keys(NOT_RUN)]) {
+  for (const name of ['quickstart.mjs', 'decoding.mjs', 'beam_search.mjs', 'ragged_batch.mjs',
+    'rolling_chat.mjs', ...Object.keys(NOT_RUN)]) {
     assert.ok(names.includes(name), `README.md has no example ${name}`);
   }
 });

@@ -209,5 +209,11 @@ export function checkModuleCacheOptions(c, options) {
                        'decode with a cache');
   }
   const d = resolvedDims(c);
-  return { ...checked, bytes: checkCacheSize(checked, d.numKVHeads, d.qkHeadDim, d.vHeadDim) };
+  const bytes = checkCacheSize(checked, d.numKVHeads, d.qkHeadDim, d.vHeadDim);
+  if (checked.rolling && c.window.left < 0) {
+    throw new MHAError('createKVCache: cache: rolling needs a module with a finite left window ' +
+                       '(window), and this module has none: every key stays visible, so none ' +
+                       'may be dropped');
+  }
+  return { ...checked, bytes };
 }

@@ -7,18 +7,19 @@ import { MHAError } from './errors.js';
 import { heapViews } from './heap.js';
 import { Lifetime } from './lifetime.js';
 import { settle } from './settle.js';
-import { checkOptionsObject, checkPositiveInteger, describe } from './validate.js';
+import { checkBoolean, checkOptionsObject, checkPositiveInteger, describe } from './validate.js';
 
 // The dtypes and the bytes of one stored element.
 const ELEMENT_BYTES = { float32: 4, float16: 2, bfloat16: 2 };
 
-// {batchSize, maxLength, dtype} (+ the functional form's `extraKeys`).
+// {batchSize, maxLength, dtype, rolling} (+ the functional form's `extraKeys`).
 export function checkCacheOptions(options, name, extraKeys = []) {
   if (options === undefined) {
     throw new MHAError(`${name}: expected an options object with batchSize and maxLength, ` +
                        'received undefined');
   }
-  const o = checkOptionsObject(options, name, ['batchSize', 'maxLength', 'dtype', ...extraKeys]);
+  const o = checkOptionsObject(options, name,
+    ['batchSize', 'maxLength', 'dtype', 'rolling', ...extraKeys]);
   const dtype = o.dtype ?? 'float32';
   if (!Object.hasOwn(ELEMENT_BYTES, dtype)) {
     throw new MHAError("dtype: expected 'float32', 'float16' or 'bfloat16', received " +
@@ -28,6 +29,7 @@ export function checkCacheOptions(options, name, extraKeys = []) {
     batchSize: checkPositiveInteger(o.batchSize, 'batchSize'),
     maxLength: checkPositiveInteger(o.maxLength, 'maxLength'),
     dtype,
+    rolling: checkBoolean(o.rolling, 'rolling', false),
   };
 }
 
@@ -86,8 +88,11 @@ export class KVCache {
     return this.life.check(what);
   }
 
-  /** Keys held per batch entry. */
+  /** Positions appended per batch entry (P: what masks and weights span). */
   get length() { return this.checkAlive('cache.length').length(); }
+  /** Keys in memory per batch entry: length, or at most maxLength when rolling. */
+  get held() { return this.checkAlive('cache.held').held(); }
+  get rolling() { return this.option('rolling'); }
   get maxLength() { return this.option('maxLength'); }
   get batchSize() { return this.option('batchSize'); }
   get dtype() { return this.option('dtype'); }
@@ -99,8 +104,9 @@ export class KVCache {
     return this.options[key];
   }
 
-  // Keeps the first n keys (0 <= n <= length). A Promise, as through the
-  // proxy: n's type throws, n > length rejects.
+  // Keeps the first n keys (0 <= n <= length; rolling: the keys n - left ..
+  // n - 1 still held). A Promise, as through the proxy: n's type throws,
+  // the rest rejects.
   truncate(n) {
     const binding = this.checkAlive('truncate');
     checkTruncate(n);

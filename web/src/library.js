@@ -95,11 +95,12 @@ export class MHALibrary {
   }
 
   // A cache for scaledDotProductAttention: {batchSize, numKVHeads, headDim,
-  // vHeadDim, maxLength, dtype: 'float32' | 'float16' | 'bfloat16'}.
+  // vHeadDim, maxLength, dtype: 'float32' | 'float16' | 'bfloat16', rolling}
+  // (rolling: the calls that use it need a finite left window).
   createKVCache(options) {
     const c = checkSdpaCache(options);
     return new KVCache(this.wasm, c, (cache, result) => cache.createFree({
-      batch_size: c.batchSize, max_length: c.maxLength, dtype: c.dtype,
+      batch_size: c.batchSize, max_length: c.maxLength, dtype: c.dtype, rolling: c.rolling,
       num_kv_heads: c.numKVHeads, head_dim: c.headDim, v_head_dim: c.vHeadDim,
     }, result));
   }

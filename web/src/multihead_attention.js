@@ -14,7 +14,18 @@ import {
 } from './weights.js';
 
 const FORWARD_KEYS = ['keyPaddingMask', 'attnMask', 'needWeights', 'averageAttnWeights',
-  'isCausal', 'cache'];
+  'isCausal', 'cache', 'positions'];
+
+// positions: undefined, or an Int32Array (its length, rotary and the key
+// rows are the core's checks: it rejects).
+function checkPositions(positions) {
+  if (positions === undefined) return undefined;
+  if (!(positions instanceof Int32Array)) {
+    throw new MHAError('positions: expected an Int32Array of N * L rotary positions ' +
+                       `(batch-major), received ${describe(positions)}`);
+  }
+  return { data: positions, shape: [positions.length] };
+}
 
 // The checks below are the JS-visible ones, also run by the proxy's client so
 // that bad input throws in the caller's thread.
@@ -49,6 +60,7 @@ export function checkForward(query, key, value, options, ours) {
   return {
     keyPaddingMask: checkMask(o.keyPaddingMask, 'keyPaddingMask'),
     attnMask: checkMask(o.attnMask, 'attnMask'),
+    positions: checkPositions(o.positions),
     flags: {
       needWeights: checkBoolean(o.needWeights, 'needWeights', true),
       averageAttnWeights: checkBoolean(o.averageAttnWeights, 'averageAttnWeights', true),
@@ -119,24 +131,25 @@ export class MultiheadAttention {
     });
   }
 
-  // A KVCache for this module: {batchSize, maxLength, dtype: 'float32' | 'float16' | 'bfloat16'}.
+  // A KVCache for this module: {batchSize, maxLength, dtype: 'float32' |
+  // 'float16' | 'bfloat16', rolling} (rolling: a module with a finite left window).
   createKVCache(options) {
     const binding = this.checkAlive('createKVCache');
     const checked = checkModuleCacheOptions(this.config, options);
-    const { batchSize, maxLength, dtype } = checked;
+    const { batchSize, maxLength, dtype, rolling } = checked;
     return new KVCache(this.wasm, checked, (cache, result) =>
-      binding.createKVCache(cache, batchSize, maxLength, dtype, result));
+      binding.createKVCache(cache, batchSize, maxLength, dtype, rolling, result));
   }
 
   // Bad input throws; the core's errors reject (as through the proxy).
   forward(query, key, value, options) {
     this.checkAlive('forward');
-    const { keyPaddingMask, attnMask, flags, cache } = checkForward(query, key, value, options,
-      cachesOf(this.wasm));
+    const { keyPaddingMask, attnMask, positions, flags, cache } = checkForward(query, key, value,
+      options, cachesOf(this.wasm));
     // Again: a getter of an option or a tensor may have disposed the module.
     this.checkAlive('forward');
     return settle(() => callFrame(this.wasm, 'forward',
-      { query, key, value, keyPaddingMask, attnMask }, flags, {},
+      { query, key, value, keyPaddingMask, attnMask, positions }, flags, {},
       // And again: the copy reads each tensor's getters once more.
       (frame, result) => this.checkAlive('forward').forward(frame,
         cache?.checkAlive('cache') ?? null, result)));

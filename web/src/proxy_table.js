@@ -25,9 +25,9 @@ import {
   checkForward, checkLoadSafetensors, checkLoadStateDict,
 } from './multihead_attention.js';
 
-// A new cache's getters, from its checked {batchSize, maxLength, dtype, bytes}.
-const newCache = ({ batchSize, maxLength, dtype, bytes }) =>
-  ({ length: 0, maxLength, batchSize, dtype, bytes });
+// A new cache's getters, from its checked {batchSize, maxLength, dtype, bytes, rolling}.
+const newCache = ({ batchSize, maxLength, dtype, bytes, rolling }) =>
+  ({ length: 0, held: 0, maxLength, batchSize, dtype, bytes, rolling });
 
 export const PROXIED = {
   MHALibrary: {
@@ -73,10 +73,10 @@ export const PROXIED = {
       reorder: (self, indices) => checkReorder(indices, self.state.batchSize),
     },
     creates: {},
-    getters: ['length', 'maxLength', 'batchSize', 'dtype', 'bytes'],
+    getters: ['length', 'held', 'maxLength', 'batchSize', 'dtype', 'bytes', 'rolling'],
     known: newCache,
     // Calls that take the cache (forward, scaledDotProductAttention) change it.
-    mirror: ['length'],
+    mirror: ['length', 'held'],
     disposable: true,
     name: 'cache',
     noun: 'KVCache',

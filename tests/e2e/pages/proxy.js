@@ -151,7 +151,7 @@ window.proxyTest = {
   async decode(path) {
     const bytes = new Uint8Array(await (await fetch(`/tests/fixtures/${path}`)).arrayBuffer());
     const results = await runDecoding(lib, fixtureFromBytes(path.split('/').pop(), bytes));
-    return results.map((r) => ({ ...plain(r), length: r.length }));
+    return results.map((r) => ({ ...plain(r), length: r.length, held: r.held }));
   },
 
   // cache.reorder in the worker: the array's type and length throw on the page, an index out of

@@ -1,6 +1,6 @@
 // Runs a decoding fixture's schedule (tests/fixtures/decoding/README.md) on
 // one KV cache through the JS API, in Node or in a page (no Node modules):
-// returns each step's results and the cache length after it.
+// returns each step's results and the cache's length and held after it.
 import { moduleConfig } from './fixture_data.js';
 
 // The score options and q/k norms of a fixture's config (model fixtures; absent or 0: off),
@@ -40,15 +40,16 @@ async function makeCache(lib, fixture) {
     const mha = lib.createMultiheadAttention(config);
     await mha.loadSafetensors(fixture.bytes, { prefix: 'param.' });
     return { mha, cache: mha.createKVCache({ batchSize: c.batch_size, maxLength: c.max_length,
-      dtype: c.dtype }) };
+      dtype: c.dtype, rolling: c.rolling ?? false }) };
   }
   const [, numKVHeads, , headDim] = fixture.tensors['step0.key'].shape;
   const vHeadDim = fixture.tensors['step0.value'].shape[3];
   return { mha: null, cache: lib.createKVCache({ batchSize: c.batch_size, numKVHeads, headDim,
-    vHeadDim, maxLength: c.max_length, dtype: c.dtype }) };
+    vHeadDim, maxLength: c.max_length, dtype: c.dtype, rolling: c.rolling ?? false }) };
 }
 
-// [{ output, weights, length }] per step (a truncation or a reorder gives only its length).
+// [{ output, weights, length, held }] per step (a truncation or a reorder gives only its
+// length and held).
 export async function runDecoding(lib, fixture) {
   const c = fixture.config;
   const { mha, cache } = await makeCache(lib, fixture);
@@ -59,7 +60,7 @@ export async function runDecoding(lib, fixture) {
     for (const [i, step] of c.steps.entries()) {
       if (step.truncate >= 0 || step.reorder) {
         await (step.reorder ? cache.reorder(Int32Array.from(step.reorder)) : cache.truncate(step.truncate));
-        results.push({ length: cache.length });
+        results.push({ length: cache.length, held: cache.held });
         continue;
       }
       const t = (name) => tensor(`step${i}.${name}`);
@@ -73,13 +74,16 @@ export async function runDecoding(lib, fixture) {
             ...scoreOptions(c, fixture) }),
         weights: null };
       } else {
+        // Generation fixtures: positions as F32 integers.
+        const positions = t('positions') && Int32Array.from(t('positions').data);
         result = await mha.forward(query, key, value, {
+          ...(positions && { positions }),
           cache, isCausal: step.is_causal, needWeights: step.need_weights,
           averageAttnWeights: step.average_attn_weights,
           keyPaddingMask: t('key_padding_mask'), attnMask: t('attn_mask'),
         });
       }
-      results.push({ ...result, length: cache.length });
+      results.push({ ...result, length: cache.length, held: cache.held });
     }
   } finally {
     cache.dispose();

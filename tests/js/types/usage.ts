@@ -34,7 +34,9 @@ export async function usage(): Promise<number> {
     rotary: { invFreq: new Float32Array(2), attentionFactor: 1.2 } });
   const cache: KVCache = gqa.createKVCache({ batchSize: 1, maxLength: 16, dtype: 'float16' });
   await gqa.forward(x, null, null, { cache, isCausal: true });
-  const held: number = cache.length + cache.maxLength + cache.batchSize;
+  const held: number = cache.length + cache.maxLength + cache.batchSize + cache.held;
+  const rolling: boolean = gqa.createKVCache({ batchSize: 1, maxLength: 8, rolling: true }).rolling;
+  await gqa.forward(x, x, x, { cache, positions: Int32Array.of(3, 4) });
   const c2 = lib.createKVCache({ batchSize: 1, numKVHeads: 1, headDim: 4, maxLength: 8,
     dtype: 'bfloat16' });
   const bytes: number = c2.bytes;
@@ -50,6 +52,8 @@ export async function usage(): Promise<number> {
     c2.bytes = 0;
     // @ts-expect-error reorder takes an Int32Array
     await cache.reorder([0]);
+    // @ts-expect-error positions is an Int32Array
+    await gqa.forward(x, x, x, { positions: [0, 1] });
     // @ts-expect-error embedDim is required
     lib.createMultiheadAttention({ numHeads: 2 });
     // @ts-expect-error data must be a Float32Array
@@ -72,5 +76,5 @@ export async function usage(): Promise<number> {
   }
   return result.output.data.length + (result.weights?.shape.length ?? 0) + sdpa.shape[0] +
     build.length + (reason ?? '').length + Number(proxied) + inUseBytes + found.qSize + held +
-    (normOver ?? '').length + bytes;
+    (normOver ?? '').length + bytes + Number(rolling);
 }
