@@ -4,7 +4,7 @@ import { cacheBytes, headDim, stepBytes, weightBytes } from './decode.mjs';
 import { MiB, fixed, outputChecks, sectionTitle, shortError } from './format.mjs';
 
 const MB = 1e6;
-const BANDWIDTH_ROWS = ['D1', 'D2', 'D2h'];
+const BANDWIDTH_ROWS = ['D1', 'D1b', 'D1q', 'D2', 'D2h', 'D2b', 'D2q'];
 
 const formatMs = (ms) => (ms < 1 ? `${fixed(ms * 1000, 2)} µs` : `${fixed(ms, 2)} ms`);
 
@@ -16,7 +16,7 @@ function describe(w) {
     ? `1 query against ${w.past} encoder keys appended once`
     : `${w.L} token${w.L > 1 ? 's' : ''} against a cache of ${w.past} keys`;
   return `${w.id}: E=${w.E} H=${w.H}${heads} (head dim ${headDim(w)})${rotary}, ${kind}: ${step}; ` +
-    `${w.dtype} cache; a step reads ${fixed(weightBytes(w) / MB, 1)} MB of weights + ` +
+    `${w.dtype} cache, ${w.weights ?? 'float32'} weights; a step reads ${fixed(weightBytes(w) / MB, 1)} MB of weights + ` +
     `${fixed((stepBytes(w) - weightBytes(w)) / MB, 1)} MB of cache`;
 }
 
@@ -95,7 +95,7 @@ export function renderDecode({ machine, engines, workloads, results, bandwidths,
     }
   }
   out();
-  out('n/a: the float16 cache (D2h) is ours only.');
+  out('n/a: the float16 cache (D2h) and the 16-bit and int8 weights (D1b, D1q, D2b, D2q) are ours only.');
   out();
   if (pages.length) {
     const tick = (family) => found(oursOf(family), 'timerTickMs');
@@ -154,7 +154,10 @@ export function renderDecode({ machine, engines, workloads, results, bandwidths,
     if (!memory) continue;
     memoryLines.push(`- ${w.id}: the cache (maxLength ${w.past + (w.cross ? 0 : w.L)}, ${w.dtype}) took ` +
         `${memory.cacheBytes} bytes of the WebAssembly heap; keys and values need ${memory.expectedBytes} ` +
-        `(${(memory.cacheBytes / memory.expectedBytes).toFixed(4)}x)`);
+        `(${(memory.cacheBytes / memory.expectedBytes).toFixed(4)}x)` +
+        (memory.moduleBytes ? `; the module's ${w.weights ?? 'float32'} weights (mha.memory) ${memory.moduleBytes} ` +
+          `bytes, ${(memory.moduleBytes / memory.expectedModuleBytes).toFixed(4)}x the ${memory.expectedModuleBytes} ` +
+          'its parameters take in that dtype' : ''));
   }
   for (const w of workloads) {
     for (const threads of [1, 2]) {
@@ -220,6 +223,21 @@ function decodeTargets(get, workloads, bandwidthShare) {
       const x = half && full ? half / full : undefined;
       add(`${label} ${threads} thread(s), ${ours} D2 with a float16 cache / float32`, x, '<= 0.75', x <= 0.75);
     }
+  }
+  // Issue 24: weights kept in fewer bytes, at 1 thread.
+  for (const [ours, label] of [['mha-wasm', 'WASM'], ['mha', 'native']]) {
+    for (const [id, weights, goal] of [['D2b', 'bfloat16', 0.6], ['D2q', 'int8', 0.4]]) {
+      const fewer = ms(ours, 1, id);
+      const full = ms(ours, 1, 'D2');
+      const x = fewer && full ? fewer / full : undefined;
+      add(`${label} 1 thread, ${ours} D2 with ${weights} weights / float32`, x, `<= ${goal}`, x <= goal);
+    }
+  }
+  for (const w of workloads) {
+    const memory = [1, 2].map((t) => get('mha-wasm', t, w.id)?.memory).find((m) => m?.moduleBytes);
+    const x = memory && memory.moduleBytes / memory.expectedModuleBytes;
+    add(`${w.id} mha.memory / its ${w.weights ?? 'float32'} parameters' bytes`, x, '<= 1.01', x <= 1.01,
+      (v) => v.toFixed(4));
   }
   for (const threads of [1, 2]) {
     for (const id of ['D1', 'D2']) {

@@ -12,7 +12,8 @@ import {
 
 const CONFIG_KEYS = ['embedDim', 'numHeads', 'bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim',
   'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout', 'numKVHeads', 'rotary', 'scale', 'softcap',
-  'window', 'sinks', 'alibi'];
+  'window', 'sinks', 'alibi', 'weightsDtype'];
+const WEIGHTS_DTYPES = ['auto', 'float32', 'float16', 'bfloat16', 'int8'];
 const MAX_DIM = 2 ** 24;
 
 function checkNumber(value, name) {
@@ -62,6 +63,15 @@ function rotaryOptions(rotary) {
   };
 }
 
+// weightsDtype: how the projection weights are kept (DESIGN.md, "Precision").
+function weightsDtype(dtype = 'auto') {
+  if (!WEIGHTS_DTYPES.includes(dtype)) {
+    throw new MHAError("weightsDtype: expected 'auto', 'float32', 'float16', 'bfloat16' or " +
+                       `'int8', received ${describe(dtype)}`);
+  }
+  return dtype;
+}
+
 // The config in the core's names and types (0: the default), every value of
 // the type the binding reads; the core's rules are checkConfigRules'.
 export function coreConfig(config) {
@@ -90,6 +100,7 @@ export function coreConfig(config) {
     window: windowOption(config.window),
     sinks: checkBoolean(config.sinks, 'sinks', false),
     alibi: alibiOptions(config.alibi),
+    weights_dtype: weightsDtype(config.weightsDtype),
   };
 }
 

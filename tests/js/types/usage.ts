@@ -26,6 +26,8 @@ export async function usage(): Promise<number> {
   const cache: KVCache = gqa.createKVCache({ batchSize: 1, maxLength: 16, dtype: 'float16' });
   await gqa.forward(x, null, null, { cache, isCausal: true });
   const held: number = cache.length + cache.maxLength + cache.batchSize;
+  const q8 = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, weightsDtype: 'int8' });
+  const weightBytes: number = q8.memory;
   const c2 = lib.createKVCache({ batchSize: 1, numKVHeads: 1, headDim: 4, maxLength: 8 });
   await lib.scaledDotProductAttention(x, x, x, { cache: c2, enableGqa: true });
   await cache.truncate(0);
@@ -37,6 +39,8 @@ export async function usage(): Promise<number> {
     gqa.createKVCache({ batchSize: 1, maxLength: 4, dtype: 'bfloat16' });
     // @ts-expect-error reorder takes an Int32Array
     await cache.reorder([0]);
+    // @ts-expect-error weightsDtype is one of the named dtypes
+    lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, weightsDtype: 'fp8' });
     // @ts-expect-error embedDim is required
     lib.createMultiheadAttention({ numHeads: 2 });
     // @ts-expect-error data must be a Float32Array
