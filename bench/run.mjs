@@ -91,7 +91,7 @@ function decodeArgs(w, threads, runner, cache) {
     `E=${w.E}`, `H=${w.H}`, `kv_heads=${w.kvHeads}`, `past=${w.past}`, `L=${w.L}`,
     `cross=${+w.cross}`, `causal=${+w.causal}`, `bias=${+w.bias}`,
     `rotary_dim=${w.rotary?.dim ?? 0}`, `rotary_base=${w.rotary?.base ?? 0}`, `dtype=${w.dtype}`,
-    `cache=${+cache}`, `threads=${threads}`, ...timingArgs(timingOf(w)), ...optionArgs(w),
+    `weights=${w.weights ?? 'float32'}`, `cache=${+cache}`, `threads=${threads}`, ...timingArgs(timingOf(w)), ...optionArgs(w),
   ];
 }
 

@@ -99,6 +99,22 @@ TensorView TensorFrom(const val& tensor) {
                     ShapeFrom(tensor["shape"])};
 }
 
+// JS checks the name first (web/src/config.js, the same message).
+Status WeightsDtypeFrom(const std::string& name, WeightsDtype* out) {
+  const std::pair<const char*, WeightsDtype> names[] = {
+      {"auto", WeightsDtype::kAuto}, {"float32", WeightsDtype::kFloat32},
+      {"float16", WeightsDtype::kFloat16}, {"bfloat16", WeightsDtype::kBFloat16},
+      {"int8", WeightsDtype::kInt8}};
+  for (const auto& [known, dtype] : names) {
+    if (name == known) {
+      *out = dtype;
+      return Status::Ok();
+    }
+  }
+  return Status::InvalidArgument("weightsDtype: expected 'auto', 'float32', 'float16', "
+                                 "'bfloat16' or 'int8', received the string '" + name + "'");
+}
+
 // JS checked that it is one of KVCacheDtypeName's names.
 KVCacheDtype DtypeFrom(const val& dtype) {
   const std::string name = dtype.as<std::string>();
@@ -276,6 +292,8 @@ class MultiheadAttentionBinding {
       c.qk_norm.weight_offset = norm["weight_offset"].as<float>();
     }
     if (!config["rotary"].isUndefined()) c.rotary = RotaryFromJS(config["rotary"]);
+    const Status dtype = WeightsDtypeFrom(config["weights_dtype"].as<std::string>(), &c.weights_dtype);
+    if (!dtype.ok()) return result.Record(dtype);
     return result.Record(MultiheadAttention::Create(c, &module_));
   }
 
@@ -289,6 +307,7 @@ class MultiheadAttentionBinding {
   // [{name, shape}] in state_dict order: JS computes them from the config
   // (web/src/config.js); tests/js/config.test.js compares the two.
   val parameters() const { return SpecsToJS(module_->Parameters()); }
+  double memory() const { return static_cast<double>(module_->memory()); }
 
   // entries: [{name, ptr, shape}]; ptr 0 for tensors JS did not copy (those
   // outside the prefix, named for error messages only).
@@ -420,6 +439,7 @@ EMSCRIPTEN_BINDINGS(mha) {
       .constructor<>()
       .function("create", &MultiheadAttentionBinding::create)
       .function("parameters", &MultiheadAttentionBinding::parameters)
+      .function("memory", &MultiheadAttentionBinding::memory)
       .function("loadStateDict", &MultiheadAttentionBinding::loadStateDict)
       .function("weightSources", &MultiheadAttentionBinding::weightSources)
       .function("loadSafetensors", &MultiheadAttentionBinding::loadSafetensors)

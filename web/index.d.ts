@@ -103,6 +103,13 @@ export interface MultiheadAttentionConfig {
    * `.bias`) load with the rest.
    */
   qkNorm?: QkNormConfig;
+  /**
+   * How the projection weights are kept (README "Precision"): 'auto' (default) as the checkpoint
+   * stores them (F16/BF16 safetensors stay 16-bit; a state_dict of Float32Arrays is float32);
+   * 'float16' / 'bfloat16' convert at load, with results bit-identical to widening them then;
+   * 'int8' quantizes at load (symmetric, a float32 scale per output channel): approximate.
+   */
+  weightsDtype?: WeightsDtype;
 }
 
 export interface QkNormConfig {
@@ -118,6 +125,8 @@ export interface QkNormConfig {
   /** Added to the stored weight; default 0 (Gemma 3 stores w - 1: 1). */
   weightOffset?: number;
 }
+
+export type WeightsDtype = 'auto' | 'float32' | 'float16' | 'bfloat16' | 'int8';
 
 export type Window = number | [number, number];
 
@@ -336,6 +345,8 @@ export interface MultiheadAttention {
    * the config); a disposed module's throws MHAError.
    */
   readonly parameters: ParameterSpec[];
+  /** Bytes its weights take in their dtype (0 before a load). */
+  readonly memory: number;
   /**
    * Loads the module under options.prefix, in any layout. Resolves once loaded (await it); bad
    * input JS can see throws, core errors (no module, an ambiguous layout, a shape that does not

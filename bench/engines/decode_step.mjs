@@ -2,7 +2,7 @@
 // bytes already in memory, as forward.mjs is for the W rows: no Node code, so
 // the Node engines (mha_wasm.mjs, onnxruntime.mjs) and the browser page
 // (bench/browser/page.js) make the same calls.
-import { cacheBytes, headDim, noCacheNotCompared } from '../lib/decode.mjs';
+import { cacheBytes, headDim, noCacheNotCompared, weightBytes } from '../lib/decode.mjs';
 import { moduleOptions } from './forward.mjs';
 
 // mha-wasm: the module options of a D row (createMhaModule's config).
@@ -12,6 +12,7 @@ export function decodeConfig(w) {
     ...(w.kvHeads !== w.H ? { numKVHeads: w.kvHeads } : {}),
     ...(w.rotary ? { rotary: { dim: w.rotary.dim, base: w.rotary.base, interleaved: false } } : {}),
     ...moduleOptions(w),
+    ...(w.weights ? { weightsDtype: w.weights } : {}),
   };
 }
 
@@ -35,7 +36,8 @@ export async function prepareDecode(lib, mha, w, inputs) {
   const maxLength = w.past + (w.cross ? 0 : w.L);
   const before = (await lib.heapInfo()).inUseBytes;
   const cache = mha.createKVCache({ batchSize: 1, maxLength, dtype: w.dtype });
-  const memory = { cacheBytes: (await lib.heapInfo()).inUseBytes - before, expectedBytes: cacheBytes(w, maxLength) };
+  const memory = { cacheBytes: (await lib.heapInfo()).inUseBytes - before, expectedBytes: cacheBytes(w, maxLength),
+    moduleBytes: mha.memory, expectedModuleBytes: weightBytes(w) };
   if (w.past > 0) await mha.forward(source, source, source, { cache, isCausal: w.causal, needWeights: false });
   const options = { cache, isCausal: w.causal, needWeights: false };
   const [key, value] = w.cross ? [null, null] : [step, step];

@@ -8,7 +8,7 @@
 // Arguments are key=value (bench/run.mjs passes them):
 //   params=<.safetensors> data=<input prefix, e.g. build/bench/data/D1> out=<output .f32>
 //   E= H= kv_heads= past= L= cross=0|1 causal=0|1 bias=0|1 rotary_dim= (0: none)
-//   rotary_base= dtype=float32|float16|bfloat16 cache=0|1 threads=
+//   rotary_base= dtype=float32|float16|bfloat16 weights=float32|bfloat16|int8 cache=0|1 threads=
 //   and issue 22's options (bench_util.h's ApplyModelOptions)
 //   warmup_reps= warmup_ms= budget_ms= min_reps= max_reps=
 #include <cstdio>
@@ -31,6 +31,11 @@ mha::MultiheadAttentionConfig ModuleConfig(const Args& args) {
   config.num_kv_heads = GetInt(args, "kv_heads");
   config.bias = GetInt(args, "bias") != 0;
   config.batch_first = true;
+  const std::string weights = Get(args, "weights");
+  config.weights_dtype = weights == "bfloat16" ? mha::WeightsDtype::kBFloat16
+                         : weights == "float16" ? mha::WeightsDtype::kFloat16
+                         : weights == "int8"    ? mha::WeightsDtype::kInt8
+                                                : mha::WeightsDtype::kFloat32;
   if (GetInt(args, "rotary_dim") > 0) {
     config.rotary.enabled = true;
     config.rotary.dim = GetInt(args, "rotary_dim");

@@ -119,6 +119,21 @@ Status MultiheadAttention::Create(const MultiheadAttentionConfig& config,
   if (c.rotary.enabled) {
     MHA_RETURN_IF_ERROR(ResolveRotary(resolved.qk_head_dim, &resolved.rotary, &rotary));
   }
+  // Weights are allocated at load; a module whose weights the address space
+  // cannot hold is refused here, as when they were allocated now ('auto' may
+  // load float32 weights).
+  const MultiheadAttentionConfig& r = resolved;
+  const double inputs = static_cast<double>(r.num_heads * r.qk_head_dim) * r.embed_dim +
+                        static_cast<double>(r.num_kv_heads * r.qk_head_dim) * r.kdim +
+                        static_cast<double>(r.num_kv_heads * r.v_head_dim) * r.vdim +
+                        static_cast<double>(r.num_heads * r.v_head_dim) * r.embed_dim;
+  const double bytes_per_weight =
+      r.weights_dtype == WeightsDtype::kAuto
+          ? 4.0
+          : static_cast<double>(kernels::WeightTypeBytes(StoredWeightType(r.weights_dtype, {})));
+  if (inputs * bytes_per_weight >= static_cast<double>(SIZE_MAX)) {
+    return Status::OutOfMemory("config: not enough memory for the parameters");
+  }
   try {
     out->reset(new MultiheadAttention(resolved));
     (*out)->impl_->rotary = std::move(rotary);

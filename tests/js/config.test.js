@@ -24,6 +24,9 @@ const random = () => {
 const pick = (values) => values[Math.floor(random() * values.length)];
 const maybe = (values) => (random() < 0.5 ? undefined : pick(values));
 
+const WEIGHTS_DTYPES = [undefined, 'auto', 'float32', 'float16', 'bfloat16', 'int8'];
+let configsDrawn = 0;
+
 function randomConfig() {
   const config = {
     embedDim: pick([1, 2, 3, 4, 6, 8, 12, 16, 16, 16, HUGE]),
@@ -46,6 +49,8 @@ function randomConfig() {
     // Refused with addBiasKV / addZeroAttn, or slopes not numHeads of them.
     alibi: random() < 0.92 ? undefined : pick([true, { symmetric: true },
       { slopes: new Float32Array([0.5, 0.25]) }, { slopes: new Float32Array([1, NaN]) }]),
+    // In turn, not drawn: the draws of the other fields stay as they were.
+    weightsDtype: WEIGHTS_DTYPES[configsDrawn++ % WEIGHTS_DTYPES.length],
   };
   if (random() < 0.5) {
     config.rotary = {
@@ -158,6 +163,18 @@ test(`${CONFIGS} configs: JS refuses what the core refuses and knows its paramet
   // The draw must reach both verdicts often.
   assert.ok(made > CONFIGS / 10 && made < CONFIGS * 0.9, `${made} of ${CONFIGS} made`);
   assert.ok(caches > made, `${caches} caches compared`);
+});
+
+test('weightsDtype: the binding refuses a dtype it does not know with the JS message', () => {
+  const js = jsError(() => coreConfig({ embedDim: 4, numHeads: 1, weightsDtype: 'fp8' }));
+  assert.match(js, /^weightsDtype: .*'int8', received the string 'fp8'$/);
+  const binding = new wasm.MultiheadAttention();
+  try {
+    const c = { ...coreConfig({ embedDim: 4, numHeads: 1 }), weights_dtype: 'fp8' };
+    assert.equal(coreError(binding.create(c, result), result, 'create'), `create: ${js}`);
+  } finally {
+    binding.delete();
+  }
 });
 
 test('lib.createKVCache: JS refuses what the core refuses', () => {

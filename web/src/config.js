@@ -13,7 +13,8 @@ import {
 
 const CONFIG_KEYS = ['embedDim', 'numHeads', 'bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim',
   'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout', 'numKVHeads', 'rotary', 'scale', 'softcap',
-  'window', 'sinks', 'alibi', 'qkNorm'];
+  'window', 'sinks', 'alibi', 'qkNorm', 'weightsDtype'];
+const WEIGHTS_DTYPES = ['auto', 'float32', 'float16', 'bfloat16', 'int8'];
 const MAX_DIM = 2 ** 24;
 
 const isWindowSide = (x) => Number.isSafeInteger(x) && x >= 0 && x < 2 ** 31;
@@ -67,6 +68,15 @@ function qkNormOptions(qkNorm) {
   };
 }
 
+// weightsDtype: how the projection weights are kept (DESIGN.md, "Precision").
+function weightsDtype(dtype = 'auto') {
+  if (!WEIGHTS_DTYPES.includes(dtype)) {
+    throw new MHAError("weightsDtype: expected 'auto', 'float32', 'float16', 'bfloat16' or " +
+                       `'int8', received ${describe(dtype)}`);
+  }
+  return dtype;
+}
+
 // The config in the core's names and types (0: the default), every value of
 // the type the binding reads; the core's rules are checkConfigRules'.
 export function coreConfig(config) {
@@ -96,6 +106,7 @@ export function coreConfig(config) {
     sinks: checkBoolean(config.sinks, 'sinks', false),
     alibi: alibiOptions(config.alibi),
     qk_norm: qkNormOptions(config.qkNorm),
+    weights_dtype: weightsDtype(config.weightsDtype),
   };
 }
 

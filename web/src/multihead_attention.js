@@ -87,6 +87,11 @@ export class MultiheadAttention {
     return this.parameterSpecs;
   }
 
+  // Bytes the weights take in their dtype (0 before a load).
+  get memory() {
+    return this.checkAlive('mha.memory').memory();
+  }
+
   // Its binding; throws once disposed.
   checkAlive(what) {
     return this.life.check(what);

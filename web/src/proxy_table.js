@@ -59,9 +59,10 @@ export const PROXIED = {
         type: 'KVCache', check: (self, options) => checkModuleCacheOptions(self.checked, options),
       },
     },
-    getters: ['parameters'],
-    known: (config) => ({ parameters: parametersOf(config) }),
-    mirror: [],
+    getters: ['parameters', 'memory'],
+    known: (config) => ({ parameters: parametersOf(config), memory: 0 }),
+    // Loads change it.
+    mirror: ['memory'],
     disposable: true,
     name: 'mha',
     noun: 'module',

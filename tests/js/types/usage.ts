@@ -40,6 +40,8 @@ export async function usage(): Promise<number> {
   const c2 = lib.createKVCache({ batchSize: 1, numKVHeads: 1, headDim: 4, maxLength: 8,
     dtype: 'bfloat16' });
   const bytes: number = c2.bytes;
+  const q8 = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, weightsDtype: 'int8' });
+  const weightBytes: number = q8.memory;
   await lib.scaledDotProductAttention(x, x, x, { cache: c2, enableGqa: true });
   await cache.truncate(0);
   await cache.reorder(Int32Array.of(0));
@@ -54,6 +56,8 @@ export async function usage(): Promise<number> {
     await cache.reorder([0]);
     // @ts-expect-error positions is an Int32Array
     await gqa.forward(x, x, x, { positions: [0, 1] });
+    // @ts-expect-error weightsDtype is one of the named dtypes
+    lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, weightsDtype: 'fp8' });
     // @ts-expect-error embedDim is required
     lib.createMultiheadAttention({ numHeads: 2 });
     // @ts-expect-error data must be a Float32Array
