@@ -3,13 +3,13 @@
 // whole sequence (incremental decoding is exact); Play runs to the end; Reset and any change of
 // the settings start over.
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
 import { parseTensor, runAfter, saveScreenshot, useDemoPage } from './harness.mjs';
 
 const STEP_TIMEOUT_MS = 60_000;
 const LENGTH = 12; // the page's default query length
 
 useDemoPage({ query: '?threads=2' }, (demo) => {
+  const { test } = demo;
   const decodeState = () => demo.page.locator('#decode-result').evaluate((element) => ({ ...element.dataset }));
 
   // Clicks `button` and waits until the decoding mode has taken `steps` steps (or failed).

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { before, test } from 'node:test';
+import { before } from 'node:test';
 import { compareTensors } from '../../web/demo/compare.js';
 import {
   ROOT, dropFile, expectedBuild, parseTensor, readFixtureTensor, readSafetensors, resultState, runAfter,
@@ -21,6 +21,7 @@ const FIXTURES = [
 ];
 
 useDemoPage({ query: '?threads=2' }, (demo) => {
+  const { test } = demo;
   let page;
   before(() => {
     ({ page } = demo);

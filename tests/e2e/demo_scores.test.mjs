@@ -2,7 +2,6 @@
 // data shows each one (a window's band, ALiBi's decay, a soft-cap's flattening, a sink's missing
 // mass), the page's check against its JS reference holds, and the decoding mode takes them too.
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
 import { parseTensor, runAfter, useDemoPage } from './harness.mjs';
 
 const LENGTH = 12; // the page's default query length
@@ -10,6 +9,7 @@ const HEADS = 4;
 const NO_SCORES = { scale: '', softcap: '', window: '', alibi: 'off', slopes: '0.5', symmetric: false, sinks: false, sinkLogits: '1' };
 
 useDemoPage({ query: '?threads=2' }, (demo) => {
+  const { test } = demo;
   const chooseRadio = (name, value) => demo.page.locator(`label:has(input[name="${name}"][value="${value}"])`).click();
 
   // Sets the weights source, causal and every score control (those not given are off), then runs.

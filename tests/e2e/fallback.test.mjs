@@ -3,13 +3,13 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { test } from 'node:test';
 import { compareTensors } from '../../web/demo/compare.js';
 import { ROOT, parseTensor, readFixtureTensor, resultState, runAfter, saveScreenshot, useDemoPage } from './harness.mjs';
 
 const FIXTURE = 'e16_h2_l7_bias_kv_zero_attn_kpm_batch_first';
 
 useDemoPage({ isolated: false }, (demo) => {
+  const { test } = demo;
   test('without COOP/COEP the page runs the single-thread simd build', async () => {
     const { page } = demo;
     const state = await resultState(page);

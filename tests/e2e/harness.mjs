@@ -7,7 +7,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, beforeEach, describe } from 'node:test';
+import { after, before, beforeEach, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createStaticServer } from '../../scripts/static_server.mjs';
 import { chromium } from 'playwright-core';
@@ -59,7 +59,7 @@ export function expectedBuild(spec, isolated) {
 }
 
 // Serves the repository's web/, dist/ (and tests/ with `tests`) on a free port, with the agent of
-// `browser` injected in its pages; resolves to { url, origin, stop }, url the demo's page.
+// `browser` injected in its pages; resolves to { origin, stop }.
 export async function startServer(browser, { isolated = true, tests = false } = {}) {
   const server = createStaticServer(ROOT, {
     isolated, servedDirs: ['web', 'dist', ...(tests ? ['tests'] : [])], startPage: '/web/demo/',
@@ -67,7 +67,7 @@ export async function startServer(browser, { isolated = true, tests = false } = 
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const origin = `http://127.0.0.1:${server.address().port}`;
-  return { url: `${origin}/web/demo/`, origin, stop: () => server.close() };
+  return { origin, stop: () => server.close() };
 }
 
 // Records lib.info as `browser` reported it (isolated or not) for the README's browser table.
@@ -79,29 +79,54 @@ export function recordBrowserInfo(browser, isolated, info) {
   writeFileSync(join(dir, `${browser.name}-${isolated ? 'isolated' : 'not-isolated'}.json`), `${JSON.stringify(row, null, 2)}\n`);
 }
 
-// Opens the demo in ctx's browser and waits for its first run.
-async function openDemo(page, url) {
-  await page.goto(url);
-  await waitForRunsAbove(page, 0);
-}
-
-// For a test file: the demo served (isolated or not) and opened at `query` in each browser before
-// its tests; `body(demo)` declares the tests, demo.page and demo.browser set by then.
-export function useDemoPage({ isolated = true, query = '' } = {}, body) {
-  forEachBrowser((demo) => {
+// For a test file: the page at `path` (with its query; served isolated or not, tests/ too with
+// `tests`) opened in each browser before its tests, ready once `ready(page)` resolves, and opened
+// afresh before a test when an earlier one found it stuck. `body(ctx)` declares the tests with
+// ctx.test, node:test's test(name, [options,] fn) except that a test which finds the page stuck
+// (a call unanswered, a wait run out) is run once more on a fresh page and says so in its
+// diagnostics; a second stall fails it. options.retryOnStuckPage: false turns that off (for a test
+// whose point is that nothing stalls). ctx.page, ctx.browser and ctx.origin are set by then.
+export function useTestPage(path, { isolated = true, tests = false, ready }, body) {
+  forEachBrowser((ctx) => {
     let server;
+    const open = async () => {
+      await ctx.page.goto(`${server.origin}${path}`);
+      await ready(ctx.page);
+    };
     before(async () => {
-      server = await startServer(demo.browser, { isolated });
-      await openDemo(demo.page, `${server.url}${query}`);
+      server = await startServer(ctx.browser, { isolated, tests });
+      ctx.origin = server.origin;
+      await open();
     });
-    // After a test that found the page stuck, the next ones get it afresh.
     beforeEach(async () => {
-      if (demo.page.control.timedOut) await openDemo(demo.page, `${server.url}${query}`);
+      if (ctx.page.control.timedOut) await open();
     });
     after(() => server?.stop());
-    body(demo);
+    ctx.test = (name, ...rest) => {
+      const fn = rest.pop();
+      const { retryOnStuckPage = true, ...options } = rest[0] ?? {};
+      test(name, options, async (t) => {
+        try {
+          return await fn(t);
+        } catch (error) {
+          if (!retryOnStuckPage || !ctx.page.control.timedOut) throw error;
+          t.diagnostic(`run again on a fresh page, this one did not answer: ${error.message.split('\n')[0]}`);
+          await open();
+          return fn(t);
+        }
+      });
+    };
+    body(ctx);
   });
 }
+
+// What useTestPage's `ready` waits for: the demo's first run, or a test page's title.
+export const demoReady = (page) => waitForRunsAbove(page, 0);
+export const titledReady = (page) => page.waitForFunction(() => document.title === 'ready', null, { timeout: RUN_TIMEOUT_MS });
+
+// The demo page served (isolated or not) at `query`, for useTestPage.
+export const useDemoPage = ({ isolated = true, query = '' } = {}, body) =>
+  useTestPage(`/web/demo/${query}`, { isolated, ready: demoReady }, body);
 
 export const resultState = (page) =>
   page.evaluate(() => {

@@ -6,12 +6,12 @@
 // worker (WASM) and on the page (JS), and a stress loop of thousands of calls (Firefox's stalls:
 // a late wake-up of the shared channel, issue 25).
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { before, describe } from 'node:test';
 import { assertClose, assertMatchesFixture, loadFixture } from '../js/helpers/fixtures.js';
 import { HOSTILE_FIXTURE, hostileTable } from '../js/helpers/hostile_table.js';
 import { expectedOutput, layoutFixture } from '../js/helpers/layout_fixtures.js';
 import { checkDecoding, decodingFixtures } from '../js/helpers/decoding.js';
-import { expectedBuild, forEachBrowser, recordBrowserInfo, startServer } from './harness.mjs';
+import { expectedBuild, recordBrowserInfo, titledReady, useTestPage } from './harness.mjs';
 
 const fixture = loadFixture(HOSTILE_FIXTURE);
 const table = hostileTable(fixture, { assert, assertClose, assertMatchesFixture });
@@ -19,26 +19,13 @@ const table = hostileTable(fixture, { assert, assertClose, assertMatchesFixture 
 const tensor = (plain) => plain && { data: Float32Array.from(plain.data), shape: plain.shape };
 const result = (plain) => ({ output: tensor(plain.output), weights: tensor(plain.weights) });
 
-forEachBrowser((ctx) => {
-  let server;
+useTestPage('/tests/e2e/pages/proxy.html', { tests: true, ready: titledReady }, (ctx) => {
+  const { test } = ctx;
   let page;
   let browser;
-
-  const openPage = async () => {
-    await page.goto(`${server.origin}/tests/e2e/pages/proxy.html`);
-    await page.waitForFunction(() => document.title === 'ready', null, { timeout: 60_000 });
-  };
-  before(async () => {
+  before(() => {
     ({ browser, page } = ctx);
-    server = await startServer(browser, { tests: true });
-    await openPage();
   });
-  // A test whose call never settled (a stalled proxy) leaves the next tests a fresh page.
-  beforeEach(async () => {
-    if (page.control.timedOut) await openPage();
-  });
-
-  after(() => server?.stop());
 
   test('the library runs in the worker with the build this browser allows', async () => {
     const info = await page.evaluate(() => window.proxyTest.info);
@@ -161,7 +148,8 @@ forEachBrowser((ctx) => {
   // Each round is a module created, loaded, run forward and disposed (4 calls). Firefox stalled
   // here before the channel's fix (issue 25): a rare interleaving, hence so many calls.
   const STRESS_ROUNDS = Number(process.env.E2E_STRESS_ROUNDS ?? 10_000);
-  test(`${(4 * STRESS_ROUNDS).toLocaleString('en')} calls one after another through the proxy: none stalls`, async (t) => {
+  // A stall here must fail, not be run again.
+  test(`${(4 * STRESS_ROUNDS).toLocaleString('en')} calls one after another through the proxy: none stalls`, { retryOnStuckPage: false }, async (t) => {
     const { calls, ms, stalled } = await page.evaluate(([rounds, stallMs]) => window.proxyTest.stress(rounds, stallMs),
       [STRESS_ROUNDS, 20_000], { timeout: 10 * 60_000 });
     t.diagnostic(`${browser.label}: ${calls} calls in ${(ms / 1000).toFixed(1)} s`);
