@@ -23,10 +23,14 @@ for (const build of BUILDS) {
       mha.loadStateDict(stateDict);
       const small = ones(3);
       const before = await mha.forward(small, small, small);
-      // Fill the heap with large modules until one cannot be created.
+      // Fill the heap with large caches (512 MiB each, allocated when
+      // created; a module's weights wait for its load) until one cannot be
+      // created.
       const fillers = [];
       assert.throws(() => {
-        for (let i = 0; i < 64; ++i) fillers.push(lib.createMultiheadAttention({ embedDim: 4096, numHeads: 8 }));
+        for (let i = 0; i < 64; ++i) {
+          fillers.push(lib.createKVCache({ batchSize: 8, numKVHeads: 8, headDim: 256, maxLength: 4096 }));
+        }
       }, MHAError);
       assert.ok(fillers.length > 0);
       const big = ones(9000);
