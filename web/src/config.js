@@ -8,12 +8,14 @@ import { MHAError } from './errors.js';
 import { checkCacheOptions, checkCacheSize } from './kv_cache.js';
 import { checkRotaryRules, rotaryOptions } from './rotary_config.js';
 import {
-  checkBoolean, checkNumber, checkOptionalDim, checkOptionsObject, checkPositiveInteger, describe,
+  checkBoolean, checkChoice, checkNumber, checkOptionalDim, checkOptionsObject, checkPositiveInteger,
+  describe,
 } from './validate.js';
 
 const CONFIG_KEYS = ['embedDim', 'numHeads', 'bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim',
   'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout', 'numKVHeads', 'rotary', 'scale', 'softcap',
   'window', 'sinks', 'alibi', 'qkNorm', 'weightsDtype'];
+// weightsDtype: how the projection weights are kept (DESIGN.md, "Precision").
 const WEIGHTS_DTYPES = ['auto', 'float32', 'float16', 'bfloat16', 'int8'];
 const MAX_DIM = 2 ** 24;
 
@@ -46,16 +48,6 @@ function alibiOptions(alibi) {
   return options;
 }
 
-// A string option that is one of `values` (the first when undefined).
-function checkChoice(value, name, values) {
-  if (value === undefined) return values[0];
-  if (!values.includes(value)) {
-    throw new MHAError(`${name}: expected ${values.map((v) => `'${v}'`).join(' or ')}, received ${
-      describe(value)}`);
-  }
-  return value;
-}
-
 // qkNorm: undefined, or {type, over, eps, weightOffset} (DESIGN.md's defaults).
 function qkNormOptions(qkNorm) {
   if (qkNorm === undefined) return undefined;
@@ -66,15 +58,6 @@ function qkNormOptions(qkNorm) {
     eps: checkNumber(o.eps ?? 1e-6, 'qkNorm.eps'),
     weight_offset: checkNumber(o.weightOffset ?? 0, 'qkNorm.weightOffset'),
   };
-}
-
-// weightsDtype: how the projection weights are kept (DESIGN.md, "Precision").
-function weightsDtype(dtype = 'auto') {
-  if (!WEIGHTS_DTYPES.includes(dtype)) {
-    throw new MHAError("weightsDtype: expected 'auto', 'float32', 'float16', 'bfloat16' or " +
-                       `'int8', received ${describe(dtype)}`);
-  }
-  return dtype;
 }
 
 // The config in the core's names and types (0: the default), every value of
@@ -106,7 +89,7 @@ export function coreConfig(config) {
     sinks: checkBoolean(config.sinks, 'sinks', false),
     alibi: alibiOptions(config.alibi),
     qk_norm: qkNormOptions(config.qkNorm),
-    weights_dtype: weightsDtype(config.weightsDtype),
+    weights_dtype: checkChoice(config.weightsDtype, 'weightsDtype', WEIGHTS_DTYPES),
   };
 }
 

@@ -7,7 +7,9 @@ import { MHAError } from './errors.js';
 import { heapViews } from './heap.js';
 import { Lifetime } from './lifetime.js';
 import { settle } from './settle.js';
-import { checkBoolean, checkOptionsObject, checkPositiveInteger, describe } from './validate.js';
+import {
+  checkBoolean, checkChoice, checkOptionsObject, checkPositiveInteger, describe,
+} from './validate.js';
 
 // The dtypes and the bytes of one stored element.
 const ELEMENT_BYTES = { float32: 4, float16: 2, bfloat16: 2 };
@@ -20,11 +22,7 @@ export function checkCacheOptions(options, name, extraKeys = []) {
   }
   const o = checkOptionsObject(options, name,
     ['batchSize', 'maxLength', 'dtype', 'rolling', ...extraKeys]);
-  const dtype = o.dtype ?? 'float32';
-  if (!Object.hasOwn(ELEMENT_BYTES, dtype)) {
-    throw new MHAError("dtype: expected 'float32', 'float16' or 'bfloat16', received " +
-                       describe(dtype));
-  }
+  const dtype = checkChoice(o.dtype ?? undefined, 'dtype', Object.keys(ELEMENT_BYTES));
   return {
     batchSize: checkPositiveInteger(o.batchSize, 'batchSize'),
     maxLength: checkPositiveInteger(o.maxLength, 'maxLength'),

@@ -47,6 +47,17 @@ export function checkNumber(value, name) {
   return value;
 }
 
+// A string option that is one of `values` (the first when undefined).
+export function checkChoice(value, name, values) {
+  if (value === undefined) return values[0];
+  if (!values.includes(value)) {
+    const names = values.map((v) => `'${v}'`);
+    throw new MHAError(`${name}: expected ${names.slice(0, -1).join(', ')} or ${names.at(-1)}, ` +
+                       `received ${describe(value)}`);
+  }
+  return value;
+}
+
 export function checkBoolean(value, name, fallback) {
   if (value === undefined) return fallback;
   if (typeof value !== 'boolean') {
