@@ -5,14 +5,15 @@
 // where the other side can run (the channel's `pause` hook: between a store and its notify,
 // after a postMessage and before its marker, before each wait), on both sides. No call may hang
 // (each is given BOUND_MS) or receive another call's reply; the worker's event loop runs between
-// calls; a worker that dies mid-call rejects the call in the channel and those queued.
+// calls; a wake-up that never comes delays a call, never hangs it; a worker that dies mid-call
+// rejects the call in the channel and those queued.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Worker as NodeWorker } from 'node:worker_threads';
 import { MHAError } from '../../web/src/errors.js';
 import { ClientChannel } from '../../web/src/proxy_channel.js';
 import { Connection } from '../../web/src/proxy_client.js';
-import { lcg, pauses } from './helpers/proxy_pauses.js';
+import { lcg, loseWakeUps, pauses } from './helpers/proxy_pauses.js';
 
 const CALLS = 4000;
 const BOUND_MS = 10_000;
@@ -43,8 +44,8 @@ globalThis.Worker = class {
   }
 };
 
-async function connect(seed, pauseRate) {
-  workerData = { seed: seed + 1, pauseRate };
+async function connect(seed, pauseRate, loseRate = 0) {
+  workerData = { seed: seed + 1, pauseRate, loseRate };
   const connection = new Connection({}, { proxyWorker: FAKE_WORKER.href },
     new ClientChannel(pauses(seed, pauseRate)));
   await bounded(connection.loaded, 'the load');
@@ -107,6 +108,19 @@ describe('the proxy channel', () => {
       }
     });
   }
+
+  test('lost wake-ups on both sides (notifies that wake no one, waits that never end) delay calls, never hang them', async () => {
+    const { notify, waitAsync } = Atomics;
+    const random = lcg(13);
+    const connection = await connect(15, 0, 0.05);
+    loseWakeUps(17, 0.05);
+    try {
+      for (let token = 1; token <= 200; token++) await echo(connection, random, token);
+    } finally {
+      Object.assign(Atomics, { notify, waitAsync });
+      connection.die('the test is over');
+    }
+  });
 
   test("the worker's event loop runs between calls (its timers, finalizers, Emscripten's messages)", async () => {
     const connection = await connect(9, 0);

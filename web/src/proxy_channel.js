@@ -14,6 +14,10 @@
 // thread messages) and never trust a wake-up: a reader loops until the first word holds the id
 // it awaits (the client: its call's; the worker: any id but the last it took), so a late notify
 // of an earlier message, or a marker of an earlier call, cannot be taken for the one awaited.
+// Nor do they count on one: each wait also ends after RECHECK_MS, by its own timeout or, should
+// the engine never settle the wait's promise, by a timer of ours, and the reader looks again.
+// (In WebKit with SharedArrayBuffer, about one call in 300,000 was never answered: its request
+// stored and notified, and a second notify did not settle it.)
 // Neither side writes a mailbox again before the other has answered what it holds, so a reader
 // reads it in the turn that finds the id it awaits (the client only while that call is in flight).
 import { alignUp } from './heap.js';
@@ -25,6 +29,7 @@ const REQUEST = 0;
 const REPLY = WORDS * 4 + CAPACITY;
 
 const KIND = { message: 1, posted: 2 };
+const RECHECK_MS = 250;      // how long a reader waits before it looks again without a wake-up
 
 // Whether JSON.parse(JSON.stringify(value)) equals value (plain data only).
 function jsonExact(value) {
@@ -39,6 +44,13 @@ function jsonExact(value) {
       return true;
     default: return false;
   }
+}
+
+// Resolves once `promise` settles or `ms` have passed, whichever is first.
+function settledOrLater(promise, ms) {
+  let timer;
+  const later = new Promise((resolve) => { timer = setTimeout(resolve, ms); });
+  return Promise.race([promise, later]).finally(() => clearTimeout(timer));
 }
 
 // One direction: a header of Int32 words and a payload [arrays, 16-byte aligned | JSON]. The JSON
@@ -92,16 +104,16 @@ class Mailbox {
   }
 
   // Resolves to the id in the mailbox once `wanted(id)` holds, or to null once `live()` no
-  // longer does. waitAsync on the id last seen returns at once if another is there already, so
-  // no wake-up is lost; any wake-up only makes it look again.
+  // longer does. waitAsync on the id last seen returns at once if another is there already;
+  // any wake-up, or RECHECK_MS without one, only makes it look again.
   async until(wanted, live = () => true) {
     for (;;) {
       const id = Atomics.load(this.words, 0);
       if (wanted(id)) return id;
       if (!live()) return null;
       this.pause();
-      const { async, value } = Atomics.waitAsync(this.words, 0, id);
-      if (async) await value;
+      const { async, value } = Atomics.waitAsync(this.words, 0, id, RECHECK_MS);
+      if (async) await settledOrLater(value, RECHECK_MS);
     }
   }
 

@@ -7,7 +7,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { placeArrays, receivedArrays } from '../../../web/src/proxy_arrays.js';
 import { serveWorker } from '../../../web/src/proxy_channel.js';
-import { pauses } from './proxy_pauses.js';
+import { loseWakeUps, pauses } from './proxy_pauses.js';
 
 const port = {
   postMessage: (message, transfer) => parentPort.postMessage(message, transfer),
@@ -40,6 +40,8 @@ async function answer(message) {
   const args = placeArrays(message.args, receivedArrays(message));
   return { op: 'reply', id: message.id, value: await calls[message.method](...args), states: {} };
 }
+
+if (workerData.loseRate) loseWakeUps(workerData.seed, workerData.loseRate);
 
 serveWorker(port, {
   load: async () => ({ op: 'loaded', info: { fake: true } }),

@@ -18,3 +18,15 @@ export function pauses(seed, rate) {
     if (random() < rate) Atomics.wait(sleeper, 0, 0, 2 * random());
   };
 }
+
+// Makes this thread's wake-ups unreliable at a random `rate`: Atomics.notify wakes no one, and
+// Atomics.waitAsync's promise never settles (as an engine that loses a wake-up would).
+export function loseWakeUps(seed, rate) {
+  const random = lcg(seed);
+  const { notify, waitAsync } = Atomics;
+  Atomics.notify = (...args) => (random() < rate ? 0 : notify(...args));
+  Atomics.waitAsync = (...args) => {
+    const result = waitAsync(...args);
+    return result.async && random() < rate ? { async: true, value: new Promise(() => {}) } : result;
+  };
+}
