@@ -14,10 +14,12 @@
 // thread messages) and never trust a wake-up: a reader loops until the first word holds the id
 // it awaits (the client: its call's; the worker: any id but the last it took), so a late notify
 // of an earlier message, or a marker of an earlier call, cannot be taken for the one awaited.
-// Nor do they count on one: each wait also ends after RECHECK_MS, by its own timeout or, should
-// the engine never settle the wait's promise, by a timer of ours, and the reader looks again.
-// (In WebKit with SharedArrayBuffer, about one call in 300,000 was never answered: its request
-// stored and notified, and a second notify did not settle it.)
+// Nor do they count on one: a reader also looks again every RECHECK_MS, by a timer of ours.
+// WebKit (with SharedArrayBuffer) sometimes never settles a waitAsync promise: a call stayed
+// unanswered about once in 300,000, its request stored and notified; with a timeout given to
+// waitAsync, within 4,000 calls, the timeout not settling it either. So waits have no timeout,
+// and a reader that looks again keeps the wait it has while the word is unchanged (a new one
+// each time would pile up waiters while idle).
 // Neither side writes a mailbox again before the other has answered what it holds, so a reader
 // reads it in the turn that finds the id it awaits (the client only while that call is in flight).
 import { alignUp } from './heap.js';
@@ -107,13 +109,20 @@ class Mailbox {
   // longer does. waitAsync on the id last seen returns at once if another is there already;
   // any wake-up, or RECHECK_MS without one, only makes it look again.
   async until(wanted, live = () => true) {
+    let wait = null;   // { id, settled, done }: the last wait, on `id`
     for (;;) {
       const id = Atomics.load(this.words, 0);
       if (wanted(id)) return id;
       if (!live()) return null;
       this.pause();
-      const { async, value } = Atomics.waitAsync(this.words, 0, id, RECHECK_MS);
-      if (async) await settledOrLater(value, RECHECK_MS);
+      if (wait?.id !== id || wait.done) {
+        const { async, value } = Atomics.waitAsync(this.words, 0, id);
+        if (!async) continue;
+        const pending = { id, done: false };
+        pending.settled = value.then(() => { pending.done = true; });
+        wait = pending;
+      }
+      await settledOrLater(wait.settled, RECHECK_MS);
     }
   }
 
