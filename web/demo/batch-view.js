@@ -57,9 +57,10 @@ export class BatchPlan {
     return { token: { data, shape }, options: { positions, keyPaddingMask: { data: mask, shape: [2, keys] } } };
   }
 
-  record(t, step) {
+  // options: what input(t) gave the forward (its positions are shown as sent).
+  record(t, step, options) {
     const keys = t + 1;
-    this.sent.push(this.positions.map((row) => row[t]));
+    this.sent.push(Array.from(options.positions ?? [], Number));
     this.times.push(step.timeMs);
     this.cacheLength = step.length;
     this.pads.forEach((pad, n) => {
@@ -102,11 +103,11 @@ export class BatchPlan {
       const caption = byId(`decode-caption-${n}`);
       caption.hidden = false;
       caption.textContent = `row ${n}: a prompt of ${this.lengths[n]} tokens` +
-        (pad ? ` after ${pad} pads (masked: empty columns; its positions start at 0 at slot ${pad})` : '');
+        (pad ? ` after ${pad} pads (grey: masked, weight 0; its positions start at 0 at slot ${pad})` : '');
+      const absent = (t, k) => (t < pad ? 'is not attended: this step\'s query is a pad, which sees no key' : k < pad ? 'is a pad: masked, weight 0' : null);
       drawStepMap(byId(n ? 'decode-canvas-1' : 'decode-canvas'), tooltip, rows, this.steps, range, (t, k, w) =>
-        (t < pad ? `row ${n}, step ${t}: a pad, its query sees no key`
-          : `row ${n}, step ${t} (position ${this.positions[n][t]}) → slot ${k}` +
-            `${k < pad ? ' (a pad)' : ` (position ${this.positions[n][k]})`}: ${w.toPrecision(4)}`));
+        `row ${n}, step ${t} (position ${this.positions[n][t]}) → slot ${k} (position ${this.positions[n][k]}): ` +
+        w.toPrecision(4), absent);
     });
   }
 }

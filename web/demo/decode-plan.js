@@ -50,15 +50,24 @@ export function maxAbsDiff(a, b, count = b.length) {
 }
 
 // Draws rows (Float32Array per step: its weights over the keys so far) as a steps x `length` map
-// into `canvas`; keys past a row's end are NaN (grey). describe(step, key) is the tooltip's text.
-export function drawStepMap(canvas, tooltip, rows, length, range, describe) {
+// into `canvas`. Grey (NaN) cells are keys the step could not use: past a row's end (not in the
+// cache yet), or where absent(step, key) says why (a pad, a key the rolling cache dropped), so
+// those read apart from weights that are merely small. describe(step, key, weight) is the
+// tooltip's text for the others.
+export function drawStepMap(canvas, tooltip, rows, length, range, describe, absent = () => null) {
   const values = new Float32Array(rows.length * length).fill(NaN);
-  rows.forEach((row, t) => values.set(row, t * length));
+  rows.forEach((row, t) => {
+    values.set(row, t * length);
+    for (let k = 0; k < row.length; k++) if (absent(t, k)) values[t * length + k] = NaN;
+  });
   const cell = length > 320 ? 320 / length : Math.min(Math.floor(320 / length), 24);
   canvas.hidden = false;
   drawHeatmap(canvas, values, rows.length, length, { scale: 'sequential', range, cellWidth: cell });
-  attachTooltip(canvas, tooltip, rows.length, length, (t, k) =>
-    (k >= rows[t].length ? `step ${t}: key ${k} not in the cache yet` : describe(t, k, values[t * length + k])));
+  attachTooltip(canvas, tooltip, rows.length, length, (t, k) => {
+    if (k >= rows[t].length) return `step ${t}: key ${k} not in the cache yet`;
+    const why = absent(t, k);
+    return why ? `step ${t}: key ${k} ${why}` : describe(t, k, rows[t][k]);
+  });
 }
 
 // The colour range of several maps' rows, with the legend drawn for it.
@@ -109,10 +118,11 @@ export class SequencePlan {
       `${sink ? ` · the sink takes ${sink.toPrecision(3)} of this row` : ''}`;
   }
 
-  draw(tooltip) {
+  // absent(step, key): why a key the step attended over is not drawn, or null.
+  draw(tooltip, absent) {
     const range = drawStepLegend([this.rows]);
     drawStepMap(byId('decode-canvas'), tooltip, this.rows, this.steps, range, (t, k, w) =>
       `step ${t} (${formatTime(this.times[t])}) · query ${t} → key ${k}: ${w.toPrecision(4)}` +
-      ` · row sum ${this.rows[t].reduce((a, b) => a + b, 0).toPrecision(4)}`);
+      ` · row sum ${this.rows[t].reduce((a, b) => a + b, 0).toPrecision(4)}`, absent);
   }
 }

@@ -52,7 +52,7 @@ export class DecodeView {
       const t = plan.times.length;
       if (t >= plan.steps) return false;
       const { token, options } = plan.input(t);
-      plan.record(t, await decodeStep(plan.request, token, plan.cacheOptions, options));
+      plan.record(t, await decodeStep(plan.request, token, plan.cacheOptions, options), options);
       this.error = '';
       return t + 1 < plan.steps;
     } catch (error) {

@@ -24,11 +24,13 @@ export class RollingPlan extends SequencePlan {
     this.error = 0; // the largest |err| of any output or weight so far
     this.held = 0;
     this.bytes = 0;
+    this.heldSteps = []; // held after each step: the keys before length - held are gone
   }
 
   record(t, step) {
     super.record(t, step);
     this.held = step.held;
+    this.heldSteps.push(step.held);
     this.bytes = step.bytes;
     if (this.reference.skipped) return;
     const e = step.output.data.length;
@@ -67,7 +69,7 @@ export class RollingPlan extends SequencePlan {
   }
 
   draw(tooltip) {
-    super.draw(tooltip);
+    super.draw(tooltip, (t, k) => (k < t + 1 - this.heldSteps[t] ? 'dropped from the cache: its slot was reused (weight 0)' : null));
     const strip = byId('decode-slots');
     strip.hidden = false;
     const newest = this.cacheLength - 1;
