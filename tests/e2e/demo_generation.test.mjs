@@ -41,6 +41,22 @@ useDemoPage({ query: '?threads=2' }, (demo) => {
     return state;
   };
 
+  // The page's own check of a forward against its float64 JS reference.
+  const checkedOutput = (state) => {
+    const check = JSON.parse(state.check);
+    assert.equal(check.against, 'JS reference');
+    assert.ok(check.ok && check.maxAbsError < 1e-4, `the page's diff vs its JS reference: ${state.check}`);
+    return JSON.parse(state.output).data;
+  };
+
+  test('rotary positions on the forward, self- and cross-attention: the JS reference (which rotates too) agrees', async () => {
+    const plain = checkedOutput(await settle({}));
+    const rotated = checkedOutput(await settle({ rotary: true }));
+    assert.ok(rotated.some((v, i) => Math.abs(v - plain[i]) > 1e-3), 'rotary changes the output');
+    checkedOutput(await runAfter(page(), () => chooseRadio('attention', 'cross')));
+    await runAfter(page(), () => chooseRadio('attention', 'self'));
+  });
+
   test('a batch of two prompts: each row equals its prompt decoded alone, pads get no weight, positions restart at 0', async (t) => {
     await settle({ rotary: true });
     // The engine decoding the shorter prompt alone (the plain mode, first 8 tokens): the rows the

@@ -3,7 +3,10 @@
 // key padding mask over the pads, and `positions` (Hugging Face's position_ids: the attention
 // mask's cumulative sum - 1, pads 1) so that each row's rotary positions start at 0 at its first
 // token. Both rows take one slot a step in one cache of two entries; each row is checked against
-// the float64 reference of its prompt decoded alone, without padding.
+// the float64 reference of its prompt decoded alone, without padding. (Left padding alone shifts
+// all of a row's positions by one amount and rotary scores depend on differences only, so rows
+// decoded without `positions` would differ by rounding only; they are what Hugging Face passes,
+// and they matter once padding sits inside a sequence.)
 import { drawStepLegend, drawStepMap, maxAbsDiff, sequenceLength, sequenceTokens } from './decode-plan.js';
 import { referenceDecode } from './reference.js';
 
