@@ -82,7 +82,7 @@ export async function decodeStep(request, token, cacheOptions, extra = {}) {
   const same = decoder?.mha === mha && Object.entries(cacheOptions).every(([k, v]) => decoder.cache[k] === v);
   if (!same) {
     resetDecoder();
-    decoder = { mha, cache: mha.createKVCache({ rolling: false, ...cacheOptions }) };
+    decoder = { mha, cache: mha.createKVCache(cacheOptions) };
   }
   const { cache } = decoder;
   const options = { ...extra, cache, isCausal: true, needWeights: true, averageAttnWeights: true };

@@ -1,6 +1,6 @@
 // A plain JavaScript reference of the page's own problems (preset or random weights in PyTorch's
-// layout, sequence-first inputs), in float64, following DESIGN.md's order of operations: scale,
-// rotary, soft-cap, ALiBi, masks and window, softmax with sinks, weights . v, output projection.
+// layout, sequence-first inputs), in float64, following DESIGN.md's order of operations: rotary,
+// scale, soft-cap, ALiBi, masks and window, softmax with sinks, weights . v, output projection.
 // The page compares the engine's result with it, so every option on screen is checked where it is
 // shown.
 const MAX_MULTIPLY_ADDS = 3e7; // a few hundred ms of plain JS at most
@@ -33,15 +33,16 @@ function project(x, rows, weight, bias, first, e) {
   return out;
 }
 
-// Rotary positions in place (DESIGN.md, "Rotary positions"): row r of x (rows x e, every head's
-// first `dim` features) turned by the angles of position r, as the engine does without a cache.
-function rotate(x, rows, e, d, { dim = d, base = 10000, interleaved = false }) {
-  const half = dim / 2;
+// Rotary positions in place as the page sets them (DESIGN.md, "Rotary positions": every feature
+// of a head, rotate-half pairs i and i + d/2): row r of x (rows x e) turned by the angles of
+// position r, as the engine does without a cache.
+function rotate(x, rows, e, d, base) {
+  const half = d / 2;
   for (let r = 0; r < rows; r++) {
     for (let head = 0; head < e / d; head++) {
       for (let i = 0; i < half; i++) {
-        const angle = r * base ** (-2 * i / dim);
-        const [a, b] = interleaved ? [2 * i, 2 * i + 1] : [i, i + half];
+        const angle = r * base ** (-2 * i / d);
+        const [a, b] = [i, i + half];
         const [u, v] = [x[r * e + head * d + a], x[r * e + head * d + b]];
         x[r * e + head * d + a] = u * Math.cos(angle) - v * Math.sin(angle);
         x[r * e + head * d + b] = u * Math.sin(angle) + v * Math.cos(angle);
@@ -64,7 +65,6 @@ function softmaxRow(scores, sink) {
 // { skipped: why } for problems it does not cover.
 export function referenceForward({ config, params, inputs, options }) {
   if (params.kind !== 'stateDict') return { skipped: 'weights from a file' };
-  if (config.rotary && (config.rotary.scaling || config.rotary.invFreq)) return { skipped: 'rotary scaling' };
   const { query, key } = inputs;
   const [l, batch, e] = query.shape;
   const s = key.shape[0];
@@ -86,7 +86,7 @@ export function referenceForward({ config, params, inputs, options }) {
     const vx = rowsOf(inputs.value, n, s);
     const [w, b] = [t.in_proj_weight.data, t.in_proj_bias.data];
     const [q, k, v] = [project(qx, l, w, b, 0, e), project(kx, s, w, b, e, e), project(vx, s, w, b, 2 * e, e)];
-    if (config.rotary) [[q, l], [k, s]].forEach(([x, rows]) => rotate(x, rows, e, d, config.rotary));
+    if (config.rotary) [[q, l], [k, s]].forEach(([x, rows]) => rotate(x, rows, e, d, config.rotary.base));
     const attended = new Float64Array(l * e);
     for (let head = 0; head < h; head++) {
       for (let i = 0; i < l; i++) {
