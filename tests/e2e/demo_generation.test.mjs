@@ -18,11 +18,14 @@ useDemoPage({ query: '?threads=2' }, (demo) => {
   const decodeState = () => page().locator('#decode-result').evaluate((element) => ({ ...element.dataset }));
   const chooseRadio = (name, value) => page().locator(`label:has(input[name="${name}"][value="${value}"])`).click();
 
-  // Random weights, the given window and rotary, then a run (which also resets the decoding).
-  const settle = ({ window = '', rotary = false }) => runAfter(page(), async () => {
+  // Random weights, the given window, rotary and sinks, then a run (which also resets the
+  // decoding). The click on Run comes last: it cancels the runs the other changes scheduled, so
+  // the run waited for is the one of all the settings.
+  const settle = ({ window = '', rotary = false, sinks = false }) => runAfter(page(), async () => {
     await chooseRadio('source', 'random');
     await page().locator('#window').fill(window);
     await page().locator('#rotary')[rotary ? 'check' : 'uncheck']();
+    await page().locator('#sinks')[sinks ? 'check' : 'uncheck']();
     await page().locator('#run').click();
   });
 
@@ -134,10 +137,7 @@ useDemoPage({ query: '?threads=2' }, (demo) => {
   });
 
   test('a rolling "2, 0" window with sinks: maxLength 3 as well, and still exact', async () => {
-    await runAfter(page(), async () => {
-      await page().locator('#sinks').check();
-      await page().locator('#window').fill('2, 0');
-    });
+    await settle({ window: '2, 0', rotary: true, sinks: true });
     await chooseRadio('decode-mode', 'rolling');
     const state = await stepOk('#decode-play', LENGTH);
     assert.equal(state.maxLength, '3');
@@ -145,7 +145,6 @@ useDemoPage({ query: '?threads=2' }, (demo) => {
     assert.deepEqual(JSON.parse(state.slots), [9, 10, 11]);
     assert.ok(JSON.parse(state.errors)[0] < TOLERANCE, state.errors);
     assert.ok(Number(state.missingMass) > 0, 'the sink takes some of each row');
-    await runAfter(page(), () => page().locator('#sinks').uncheck());
   });
 
   test('a rolling window without a window says it needs one', async () => {
