@@ -1,34 +1,22 @@
-// The decoding mode: the current settings' module reads the query tokens (batch item 0) one at a
-// time, each step appending that token's key and value to a KV cache and attending to every key
-// so far. Each step's row of weights (averaged over heads) joins a map of step x key that grows
-// row by row; the time of every step is shown with it.
+// The decoding mode: runs a plan (one sequence, a batch of two prompts, or a rolling window) one
+// step at a time through the engine's KV cache, with Step, Play and Reset, and shows its maps, the
+// time of every step, and its machine-readable state for tests.
+import { BatchPlan } from './batch-view.js';
+import { formatTime, SequencePlan } from './decode-plan.js';
 import { decodeStep, resetDecoder } from './engine.js';
-import { attachTooltip, drawHeatmap, drawLegend } from './heatmap.js';
-import { missingMass } from './row-mass.js';
+import { RollingPlan } from './rolling-view.js';
 
 const byId = (id) => document.getElementById(id);
 const PLAY_PAUSE_MS = 150;
+const PLANS = { single: SequencePlan, batch: BatchPlan, rolling: RollingPlan };
+// What each mode adds to the card's hint.
+const MODE_HINTS = {
+  single: '',
+  batch: 'Two prompts of different lengths in one batch, the shorter left padded: a key padding mask hides the pads and `positions` (Hugging Face\'s position_ids) restarts its rotary positions at 0. Needs Rotary positions under Scores.',
+  rolling: 'A cache with rolling: true and the smallest maxLength the window allows (left window + 1): past it, each new key takes the oldest one\'s slot. Needs a Window under Scores.',
+};
 
-function formatTime(ms) {
-  return ms < 1 ? `${(ms * 1000).toFixed(0)} µs` : `${ms.toFixed(2)} ms`;
-}
-
-// Row t of batch item 0 of the query, as an unbatched (1, E) tensor.
-function tokenOf(request, t) {
-  const { query } = request.inputs;
-  const e = query.shape.at(-1);
-  let offset = t * e; // (L, E)
-  if (query.shape.length === 3) {
-    const batchFirst = request.config.batchFirst;
-    offset = batchFirst ? t * e : t * query.shape[1] * e; // (1.., L, E) or (L, N, E)
-  }
-  return { data: query.data.slice(offset, offset + e), shape: [1, e] };
-}
-
-function sequenceLength(request) {
-  const { query } = request.inputs;
-  return query.shape.length === 3 && request.config.batchFirst ? query.shape[1] : query.shape[0];
-}
+const chosenMode = () => document.querySelector('input[name="decode-mode"]:checked').value;
 
 export class DecodeView {
   // currentRequest(): the forward request of the settings on screen (throws a readable Error).
@@ -36,26 +24,21 @@ export class DecodeView {
     this.currentRequest = currentRequest;
     this.tooltip = tooltip;
     this.result = byId('decode-result'); // machine-readable state, for tests
-    this.rows = []; // Float32Array per step: its weights over keys 0..step
-    this.times = []; // ms per step
-    this.cacheLength = 0; // as the engine reports it
-    this.request = null;
+    this.plan = null; // made at the first step, from the settings and mode then
     this.busy = false;
     this.playing = false;
     byId('decode-step').addEventListener('click', () => this.step());
     byId('decode-play').addEventListener('click', () => (this.playing ? this.pause() : this.play()));
     byId('decode-reset').addEventListener('click', () => this.reset());
+    for (const input of document.querySelectorAll('input[name="decode-mode"]')) input.addEventListener('change', () => this.reset());
     this.draw();
   }
 
-  // Starts over: the cache is freed and the map cleared (also when the settings change).
+  // Starts over: the cache is freed and the maps cleared (also when the settings or mode change).
   reset() {
     this.pause();
     resetDecoder();
-    this.rows = [];
-    this.times = [];
-    this.cacheLength = 0;
-    this.request = null;
+    this.plan = null;
     this.error = '';
     this.draw();
   }
@@ -64,15 +47,14 @@ export class DecodeView {
     if (this.busy) return false;
     this.busy = true;
     try {
-      this.request ??= this.currentRequest();
-      const length = sequenceLength(this.request);
-      if (this.rows.length >= length) return false;
-      const step = await decodeStep(this.request, tokenOf(this.request, this.rows.length), length);
-      this.rows.push(step.weights.data);
-      this.times.push(step.timeMs);
-      this.cacheLength = step.length;
+      this.plan ??= new PLANS[chosenMode()](this.currentRequest());
+      const { plan } = this;
+      const t = plan.times.length;
+      if (t >= plan.steps) return false;
+      const { token, options } = plan.input(t);
+      plan.record(t, await decodeStep(plan.request, token, plan.cacheOptions, options), options);
       this.error = '';
-      return this.rows.length < length;
+      return t + 1 < plan.steps;
     } catch (error) {
       this.error = error.message;
       this.pause();
@@ -98,46 +80,36 @@ export class DecodeView {
   }
 
   draw() {
-    const steps = this.rows.length;
-    const length = this.request ? sequenceLength(this.request) : steps;
+    const { plan } = this;
+    const times = plan?.times ?? [];
+    const steps = times.length;
     const status = byId('decode-status');
-    const canvas = byId('decode-canvas');
-    // What a sink takes from the last row (0 without sinks).
-    const [sink] = (steps && missingMass(this.rows[steps - 1], 1, steps)) || [0];
+    byId('decode-mode-hint').textContent = MODE_HINTS[chosenMode()];
+    for (const key of Object.keys(this.result.dataset)) delete this.result.dataset[key];
     Object.assign(this.result.dataset, {
-      missingMass: String(sink),
+      mode: chosenMode(),
       steps: String(steps),
-      row: steps ? JSON.stringify(Array.from(this.rows[steps - 1])) : '',
-      timeMs: steps ? String(this.times[steps - 1]) : '',
-      cacheLength: String(this.cacheLength),
+      timeMs: steps ? String(times[steps - 1]) : '',
+      cacheLength: String(plan?.cacheLength ?? 0),
       error: this.error ?? '',
+      ...(steps ? plan.state() : {}),
     });
-    byId('decode-step').disabled = steps > 0 && steps >= length;
+    byId('decode-step').disabled = steps > 0 && steps >= plan.steps;
+    for (const id of ['decode-canvas', 'decode-canvas-1', 'decode-caption-0', 'decode-caption-1', 'decode-slots', 'decode-slots-note']) {
+      byId(id).hidden = true;
+    }
     if (this.error) {
       status.textContent = `Decoding failed: ${this.error}`;
       return;
     }
     if (steps === 0) {
-      canvas.hidden = true;
       byId('decode-legend').replaceChildren();
       status.textContent = 'Press Step to feed the first query token.';
       return;
     }
-    // Keys not in the cache yet are NaN (grey).
-    const values = new Float32Array(steps * length).fill(NaN);
-    this.rows.forEach((row, t) => values.set(row, t * length));
-    const range = [0, Math.max(...this.rows.flatMap((row) => [...row]))];
-    drawLegend(byId('decode-legend'), { scale: 'sequential', range, label: 'weight' });
-    const cell = length > 320 ? 320 / length : Math.min(Math.floor(320 / length), 24);
-    canvas.hidden = false;
-    drawHeatmap(canvas, values, steps, length, { scale: 'sequential', range, cellWidth: cell });
-    attachTooltip(canvas, this.tooltip, steps, length, (t, k) => (k > t
-      ? `step ${t}: key ${k} not in the cache yet`
-      : `step ${t} (${formatTime(this.times[t])}) · query ${t} → key ${k}: ${values[t * length + k].toPrecision(4)}` +
-        ` · row sum ${this.rows[t].reduce((a, b) => a + b, 0).toPrecision(4)}`));
-    const sorted = [...this.times].sort((a, b) => a - b);
-    status.textContent = `step ${steps} of ${length} · this step ${formatTime(this.times[steps - 1])} · ` +
-      `median ${formatTime(sorted[sorted.length >> 1])} · the cache holds ${this.cacheLength} ` +
-      `key${this.cacheLength === 1 ? '' : 's'}${sink ? ` · the sink takes ${sink.toPrecision(3)} of this row` : ''}`;
+    plan.draw(this.tooltip);
+    const sorted = [...times].sort((a, b) => a - b);
+    status.textContent = `step ${steps} of ${plan.steps} · this step ${formatTime(times[steps - 1])} · ` +
+      `median ${formatTime(sorted[sorted.length >> 1])} · ${plan.summary()}`;
   }
 }

@@ -71,18 +71,23 @@ export function resetDecoder() {
   decoder = null;
 }
 
-// One decoding step: `token` ({ data, shape: [1, E] }) is projected, appended to the cache of the
-// request's module (a new cache of `maxLength` keys when the module changed) and attends to every
-// key the cache holds. Resolves to its weights (1, T) averaged over heads, the cache's length T
-// and the milliseconds the forward took.
-export async function decodeStep(request, token, maxLength) {
+// One decoding step: `token` ({ data, shape } with one row per batch entry) is projected,
+// appended to the cache of the request's module (a new cache when the module or `cacheOptions`
+// ({ batchSize, maxLength, rolling }) changed) and attends to every key the cache holds, with
+// `extra` forward options (positions, keyPaddingMask). Resolves to its output, its weights
+// (N, 1, T) averaged over heads, the cache's length T, held keys and bytes, and the milliseconds
+// the forward took.
+export async function decodeStep(request, token, cacheOptions, extra = {}) {
   const mha = await prepareModel(request);
-  if (decoder?.mha !== mha || decoder.cache.maxLength !== maxLength) {
+  const same = decoder?.mha === mha && Object.entries(cacheOptions).every(([k, v]) => decoder.cache[k] === v);
+  if (!same) {
     resetDecoder();
-    decoder = { mha, cache: mha.createKVCache({ batchSize: 1, maxLength }) };
+    decoder = { mha, cache: mha.createKVCache(cacheOptions) };
   }
-  const options = { cache: decoder.cache, isCausal: true, needWeights: true, averageAttnWeights: true };
+  const { cache } = decoder;
+  const options = { ...extra, cache, isCausal: true, needWeights: true, averageAttnWeights: true };
   const start = performance.now();
-  const { weights } = await mha.forward(token, token, token, options);
-  return { weights, length: decoder.cache.length, timeMs: performance.now() - start };
+  const { output, weights } = await mha.forward(token, token, token, options);
+  const timeMs = performance.now() - start;
+  return { output, weights, length: cache.length, held: cache.held, bytes: cache.bytes, timeMs };
 }

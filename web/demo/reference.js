@@ -1,7 +1,8 @@
 // A plain JavaScript reference of the page's own problems (preset or random weights in PyTorch's
-// layout, sequence-first inputs), in float64, following DESIGN.md's order of operations: scale,
-// soft-cap, ALiBi, masks and window, softmax with sinks, weights . v, output projection. The page
-// compares the engine's result with it, so every option on screen is checked where it is shown.
+// layout, sequence-first inputs), in float64, following DESIGN.md's order of operations: rotary,
+// scale, soft-cap, ALiBi, masks and window, softmax with sinks, weights . v, output projection.
+// The page compares the engine's result with it, so every option on screen is checked where it is
+// shown.
 const MAX_MULTIPLY_ADDS = 3e7; // a few hundred ms of plain JS at most
 
 // The ALiBi paper's slopes for numHeads heads (DESIGN.md, step 6).
@@ -30,6 +31,24 @@ function project(x, rows, weight, bias, first, e) {
     }
   }
   return out;
+}
+
+// Rotary positions in place as the page sets them (DESIGN.md, "Rotary positions": every feature
+// of a head, rotate-half pairs i and i + d/2): row r of x (rows x e) turned by the angles of
+// position r, as the engine does without a cache.
+function rotate(x, rows, e, d, base) {
+  const half = d / 2;
+  for (let r = 0; r < rows; r++) {
+    for (let head = 0; head < e / d; head++) {
+      for (let i = 0; i < half; i++) {
+        const angle = r * base ** (-2 * i / d);
+        const [a, b] = [i, i + half];
+        const [u, v] = [x[r * e + head * d + a], x[r * e + head * d + b]];
+        x[r * e + head * d + a] = u * Math.cos(angle) - v * Math.sin(angle);
+        x[r * e + head * d + b] = u * Math.sin(angle) + v * Math.cos(angle);
+      }
+    }
+  }
 }
 
 // Softmax of one row of scores (-Infinity where masked) with an optional sink logit; a row with
@@ -67,6 +86,7 @@ export function referenceForward({ config, params, inputs, options }) {
     const vx = rowsOf(inputs.value, n, s);
     const [w, b] = [t.in_proj_weight.data, t.in_proj_bias.data];
     const [q, k, v] = [project(qx, l, w, b, 0, e), project(kx, s, w, b, e, e), project(vx, s, w, b, 2 * e, e)];
+    if (config.rotary) [[q, l], [k, s]].forEach(([x, rows]) => rotate(x, rows, e, d, config.rotary.base));
     const attended = new Float64Array(l * e);
     for (let head = 0; head < h; head++) {
       for (let i = 0; i < l; i++) {
@@ -95,4 +115,15 @@ export function referenceForward({ config, params, inputs, options }) {
     output: { data: output, shape: [l, batch, e] },
     weights: weights && { data: weights, shape: averaged ? [batch, l, s] : [batch, h, l, s] },
   };
+}
+
+// The rows decoding `tokens` (count x E, one sequence) one token at a time with the request's
+// module gives: incremental decoding is exact, so they are the rows of one causal forward over the
+// sequence (DESIGN.md). Returns { output: count x E, weights: count x count averaged over heads },
+// or { skipped: why }.
+export function referenceDecode(request, tokens, count) {
+  const x = { data: tokens, shape: [count, 1, tokens.length / count] };
+  const options = { isCausal: true, needWeights: true, averageAttnWeights: true };
+  const result = referenceForward({ ...request, inputs: { query: x, key: x, value: x }, options });
+  return result.skipped ? result : { output: result.output.data, weights: result.weights.data };
 }

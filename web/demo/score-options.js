@@ -1,7 +1,7 @@
 // The score options of today's models as the page's controls set them: scale, soft-cap, sliding
-// window, ALiBi and attention sinks (DESIGN.md, "The attention of today's models"). Reads the
-// controls, shows the inputs that apply, and turns them into module config fields; bad text
-// throws Errors meant for people.
+// window, ALiBi, attention sinks and rotary positions (DESIGN.md, "The attention of today's
+// models"). Reads the controls, shows the inputs that apply, and turns them into module config
+// fields; bad text throws Errors meant for people.
 const byId = (id) => document.getElementById(id);
 
 // A positive finite number, or undefined for an empty box (the engine's default).
@@ -49,6 +49,7 @@ export function readScoreSettings() {
     alibiSymmetric: byId('alibi-symmetric').checked,
     sinks: byId('sinks').checked,
     sinkLogits: byId('sink-logits').value,
+    rotary: byId('rotary').checked,
   };
 }
 
@@ -77,6 +78,8 @@ export function scoreOptions(settings, numHeads, weightsFromFile) {
     config.alibi = !slopes && !settings.alibiSymmetric ? true : { slopes, symmetric: settings.alibiSymmetric };
   }
   if (settings.sinks) config.sinks = true;
+  // Llama's RoPE (rotate-half pairs, base 10000): what a batch of prompts needs for `positions`.
+  if (settings.rotary) config.rotary = { base: 10000 };
   const sinkLogits = settings.sinks && !weightsFromFile ? parsePerHead(settings.sinkLogits, 'sink logits', numHeads) : null;
   return { config, sinkLogits };
 }
