@@ -37,16 +37,18 @@ export async function measure(run, timing, before = undefined) {
 // the option, `a` the same without it): each pair shares whatever else the
 // machine did meanwhile, so the median of the pairs' ratios b / a holds
 // where two medians taken in turn would carry the machine's changes. At
-// least five pairs, each warmed up by the rule above.
-export async function measurePair(a, b, timing) {
-  const base = await measure(a, { ...timing, maxReps: 1 });
-  const one = await measure(b, { ...timing, maxReps: 1 });
+// least five pairs, each warmed up by the rule above. `before.a` and
+// `before.b`, when given, run ahead of their run outside the timed span (a
+// decoding step's cache rollback: issue 24's precisions against float32).
+export async function measurePair(a, b, timing, before = {}) {
+  const base = await measure(a, { ...timing, maxReps: 1 }, before.a);
+  const one = await measure(b, { ...timing, maxReps: 1 }, before.b);
   const pairs = Math.min(timing.maxReps, Math.max(5, timing.minReps,
     Math.ceil(timing.budgetMs / (base.medianMs + one.medianMs))));
   const times = { a: [], b: [], ratios: [] };
   for (let i = 0; i < pairs; i++) {
-    times.a.push(await timeOnce(a));
-    times.b.push(await timeOnce(b));
+    times.a.push(await timeOnce(a, before.a));
+    times.b.push(await timeOnce(b, before.b));
     times.ratios.push(times.b.at(-1) / times.a.at(-1));
   }
   return { medianMs: median(times.b), reps: pairs, baseMedianMs: median(times.a), pairRatio: median(times.ratios) };
