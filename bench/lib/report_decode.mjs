@@ -195,9 +195,9 @@ function renderPrecisions({ engines, workloads, pages, get }, out) {
   out('### Precisions against float32 (issue 24)');
   out();
   out('Each cell: the step with the row\'s weights and cache / the same step in float32 (its base row, D1 ' +
-      'or D2) at the same thread count: mha-wasm (in Node and in the browsers) the median of the ratios of ' +
-      'pairs timed in alternation in one process (bench/lib/timing.mjs measurePair; the step\'s median and ' +
-      'its float32 pair\'s after it), mha the ratio of the two rows\' medians (processes of their own).');
+      'or D2) at the same thread count, the median of the ratios of pairs timed in alternation in one ' +
+      'process (two modules; bench/lib/timing.mjs measurePair, natively bench/native/decode_bench.cc) · the ' +
+      'step\'s median / its float32 pair\'s. Without pairs (an older run\'s results), the two rows\' medians.');
   out();
   out(`| row | weights | cache | ${columns.map(({ engine, threads }) => `${engine} ${threads}`).join(' | ')} |`);
   out(`|---|---|---|${columns.map(() => '---|').join('')}`);
