@@ -2,17 +2,17 @@
 // Issue 23's row G1 (a ragged batch): 4 prompts of 900, 950, 1000 and 1023 tokens, left-padded
 // to 1023 slots, E = 768, H = 12 (D1's module), decoded one step each in one call (key padding
 // over the pads, Hugging Face's position_ids as `positions` under rotary {dim: 64}), against
-// the single-sequence step of the same module after 1023 tokens. The two steps are timed in
-// alternation (measurePair, workloads.json's decoding rule; each cache rolled back before its
-// step, not timed): the figure is the median of the pairs' ratios batch / single (4 single
-// steps would be 4x; target <= 2.5x). Where the time goes: the same pair against caches of one
-// key each (the steps' projections, their attention next to nothing), and the difference (the
-// attention over the cached keys).
+// the single-sequence step of the same module after 1023 tokens: the figure is the median of the
+// ratios batch / single (4 single steps would be 4x; target <= 2.5x). Where the time goes: the
+// same two steps against caches of one key each (their projections, the attention next to
+// nothing), and the difference (the attention over the cached keys). The four steps are timed
+// in rotation (measureRounds, workloads.json's decoding rule; each cache rolled back before its
+// step, not timed).
 // Usage: node bench/ragged_batch.mjs [threads] (after npm run build).
 import { cpus, loadavg } from 'node:os';
 import { loadMHA } from '../web/src/index.js';
 import { config } from './lib/workloads.mjs';
-import { measurePair } from './lib/timing.mjs';
+import { measureRounds } from './lib/timing.mjs';
 
 const E = 768, H = 12, SLOTS = 1023, LENGTHS = [900, 950, 1000, 1023];
 const N = LENGTHS.length;
@@ -49,22 +49,21 @@ const ragged = await stepAfter(N, SLOTS, {
 }, { positions: Int32Array.from(LENGTHS), keyPaddingMask: { data: padded(SLOTS + 1), shape: [N, SLOTS + 1] } });
 const single = await stepAfter(1, SLOTS);
 
-// The batch step over the single one, timed in alternation.
-const paired = (one, batch) => measurePair(one.run, batch.run, config.decodeTiming,
-  { a: one.rollBack, b: batch.rollBack });
-const full = await paired(single, ragged);
-const projections = await paired(await stepAfter(1, 1), await stepAfter(N, 1));
+// The four steps in rotation (measureRounds), so that the ratios and differences below share
+// whatever the machine did meanwhile.
+const steps = [single, ragged, await stepAfter(1, 1), await stepAfter(N, 1)];
+const { reps, runs: [full1, fullN, short1, shortN] } = await measureRounds(
+  steps.map(({ run, rollBack }) => ({ run, before: rollBack })), config.decodeTiming);
 const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 const us = (ms) => `${(ms * 1000).toFixed(1)} us`;
 console.log(`G1: ${N} left-padded prompts (${LENGTHS.join(', ')} tokens in ${SLOTS} slots), ` +
             `E=${E} H=${H}, rotary 64; ${lib.info.build}, ${lib.info.threads} threads; ` +
             `${cpus()[0].model}; load average ${load()}`);
-console.log(`single-sequence step ${us(full.baseMedianMs)}, batch step ${us(full.medianMs)}: median of ` +
-            `${full.reps} alternated pairs' ratios ${full.pairRatio.toFixed(2)}x the single step ` +
+console.log(`single-sequence step ${us(full1.medianMs)}, batch step ${us(fullN.medianMs)}: median of ` +
+            `${reps} rounds' ratios ${fullN.ratio.toFixed(2)}x the single step ` +
             '(4 single steps: 4x; target <= 2.5x)');
-const attention = (ms) => ms(full) - ms(projections);
-console.log(`where the time goes: against 1 cached key (the projections) single ${us(projections.baseMedianMs)}, ` +
-            `batch ${us(projections.medianMs)} (pairs' ratio ${projections.pairRatio.toFixed(2)}x); ` +
-            `the rest (attention over the cache) single ${us(attention((r) => r.baseMedianMs))}, batch ` +
-            `${us(attention((r) => r.medianMs))} ` +
-            `(${(attention((r) => r.medianMs) / attention((r) => r.baseMedianMs)).toFixed(2)}x); load average ${load()}`);
+const attention = (full, short) => full.medianMs - short.medianMs;
+console.log(`where the time goes: against 1 cached key (the projections) single ${us(short1.medianMs)}, ` +
+            `batch ${us(shortN.medianMs)} (${(shortN.medianMs / short1.medianMs).toFixed(2)}x); the rest ` +
+            `(attention over the cache) single ${us(attention(full1, short1))}, batch ${us(attention(fullN, shortN))} ` +
+            `(${(attention(fullN, shortN) / attention(full1, short1)).toFixed(2)}x); load average ${load()}`);
