@@ -4,13 +4,14 @@
 // 64 before each step, not timed) plus the cross-attention against 1500 encoder keys per beam;
 // the reorder is cache.reorder on the self-attention cache, as Hugging Face's _reorder_cache does
 // for Whisper (the encoder keys are the same in every beam), and, for comparison, on the
-// cross-attention cache too. Each is timed on its own by workloads.json's decoding rule (median);
-// the figure is the reorder's share of the step (target <= 5 %).
+// cross-attention cache too. Each reorder is timed in alternation with the step (measurePair,
+// workloads.json's decoding rule): the figure is the median of the pairs' ratios reorder / step,
+// the reorder's share of the step (target <= 5 %).
 // Usage: node bench/beam_reorder.mjs [threads] (after npm run build).
 import { cpus, loadavg } from 'node:os';
 import { loadMHA } from '../web/src/index.js';
 import { config } from './lib/workloads.mjs';
-import { measure } from './lib/timing.mjs';
+import { measurePair } from './lib/timing.mjs';
 
 const E = 512, H = 8, BEAMS = 4, SELF_KEYS = 64, ENCODER_KEYS = 1500, MAX_TARGET = 448;
 const REORDERS = { 'a beam copied, one dropped': [1, 1, 3, 0], 'every beam moved (a cycle)': [1, 2, 3, 0] };
@@ -40,20 +41,23 @@ const step = async () => {
   await crossAttention.forward(output, null, null, { cache: crossCache, needWeights: false });
 };
 const rollBack = () => selfCache.truncate(SELF_KEYS);
-const timing = config.decodeTiming;
-const stepMs = (await measure(step, timing, rollBack)).medianMs;
+const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 console.log(`G2: ${BEAMS} beams, E=${E} H=${H}, ${SELF_KEYS} self keys, ${ENCODER_KEYS} encoder keys; ` +
-            `${lib.info.build}, ${lib.info.threads} threads; ${cpus()[0].model}; ` +
-            `load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-console.log(`step (self + cross attention): ${(stepMs * 1000).toFixed(1)} us`);
+            `${lib.info.build}, ${lib.info.threads} threads; ${cpus()[0].model}; load average ${load()}`);
+const us = (ms) => `${(ms * 1000).toFixed(1)} us`;
 for (const [what, order] of Object.entries(REORDERS)) {
   const indices = Int32Array.from(order);
-  const selfMs = (await measure(() => selfCache.reorder(indices), timing)).medianMs;
-  const bothMs = (await measure(async () => {
+  const share = async (reorder) => {
+    const { medianMs, baseMedianMs, pairRatio, reps } = await measurePair(step, reorder, config.decodeTiming,
+      { a: rollBack });
+    return `${us(medianMs)} against a step of ${us(baseMedianMs)} (self + cross attention): ` +
+           `${(100 * pairRatio).toFixed(2)} % of the step (median of ${reps} pairs' ratios)`;
+  };
+  const self = await share(() => selfCache.reorder(indices));
+  const both = await share(async () => {
     await selfCache.reorder(indices);
     await crossCache.reorder(indices);
-  }, timing)).medianMs;
-  const share = (ms) => `${(ms * 1000).toFixed(1)} us = ${(100 * ms / stepMs).toFixed(2)} % of the step`;
-  console.log(`reorder ${order.join(',')} (${what}): self cache ${share(selfMs)}; ` +
-              `self and cross caches ${share(bothMs)}`);
+  });
+  console.log(`reorder ${order.join(',')} (${what}): self cache ${self}; self and cross caches ${both}; ` +
+              `load average ${load()}`);
 }

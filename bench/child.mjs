@@ -4,6 +4,8 @@
 // Workloads W*/GEMM read their inputs from build/bench/data and leave their
 // output there; L<n> (longest-sequence search) makes its inputs and runs once;
 // D* (decoding) read what bench/export_decode.py wrote and time one step.
+// A row with a "base" (issue 22's options, issue 24's precisions) is timed in alternation with
+// it (baseMedianMs, pairRatio).
 // Prints one JSON line: { medianMs, reps, info?, heapBytes, maxRssBytes,
 // memory?, soak?, notCompared? } or { error }.
 import fs from 'node:fs';
@@ -53,9 +55,11 @@ async function main([engineName, threadsArg, workloadId]) {
     const output = await run();
     if (prepared.notCompared) result = { notCompared: prepared.notCompared };
     else writeOutput(engineName, threads, w, output);
-    // An option row (issue 22) is timed in alternation with its base row's forward.
-    const base = w.base && (await engine.prepare(findWorkload(w.base), inputs)).run;
-    const timed = base ? measurePair(base, run, timingOf(w)) : measure(run, timingOf(w), beforeRun);
+    // An option row (issue 22) is timed in alternation with its base row's forward, a
+    // precision row (issue 24) with its float32 step: the same engine, one module each.
+    const base = w.base && await engine[decode ? decodePrepare : 'prepare'](findWorkload(w.base), inputs);
+    const timed = base ? measurePair(base.run, run, timingOf(w), { a: base.beforeRun, b: beforeRun })
+      : measure(run, timingOf(w), beforeRun);
     result = { ...result, ...await timed };
   }
   if (prepared.memory) result.memory = prepared.memory;

@@ -83,8 +83,10 @@ function nativeArgs(w, threads, runner) {
   ];
 }
 
-// key=value arguments of decode_bench (a D row, with or without a cache).
+// key=value arguments of decode_bench (a D row, with or without a cache; a
+// precision row with its float32 base row's, timed in alternation).
 function decodeArgs(w, threads, runner, cache) {
+  const base = w.base && findWorkload(w.base);
   return [
     `params=${modelPath(w, 'safetensors')}`, `data=${path.join(DATA_DIR, w.id)}`,
     `out=${dataPath(w.id, `${runner}-${threads}.out.f32`)}`,
@@ -92,6 +94,7 @@ function decodeArgs(w, threads, runner, cache) {
     `cross=${+w.cross}`, `causal=${+w.causal}`, `bias=${+w.bias}`,
     `rotary_dim=${w.rotary?.dim ?? 0}`, `rotary_base=${w.rotary?.base ?? 0}`, `dtype=${w.dtype}`,
     `weights=${w.weights ?? 'float32'}`, `cache=${+cache}`, `threads=${threads}`, ...timingArgs(timingOf(w)), ...optionArgs(w),
+    ...(base ? [`base_dtype=${base.dtype}`, `base_weights=${base.weights ?? 'float32'}`] : []),
   ];
 }
 

@@ -10,7 +10,8 @@
 // many workers), serves the repository cross-origin isolated (COOP/COEP) on
 // 127.0.0.1, opens bench/browser/page.html, measures there (page.js) and
 // writes the output's float32 bytes to <output file> for run.mjs's check.
-// Prints one JSON line: { medianMs, reps, info?, timerTickMs, browser } or { error }.
+// Prints one JSON line: { medianMs, reps, baseMedianMs?, pairRatio?, info?, timerTickMs, browser }
+// or { error }.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -101,8 +102,10 @@ async function main(argv) {
       safetensors: urlPath(modelPath(w, 'safetensors')),
       onnx: urlPath(modelPath(w, 'onnx')),
     };
+    // A D row of another precision: timed in alternation with its float32 row in the page.
+    const base = isDecode(w) && w.base ? findWorkload(w.base) : undefined;
     const { output, ...result } = await measureInPage(browser, `http://127.0.0.1:${server.address().port}`,
-      { engine, threads: Number(threadsArg), w, files });
+      { engine, threads: Number(threadsArg), w, base, files });
     fs.writeFileSync(outputFile, Buffer.from(output, 'base64'));
     return { ...result, browser: `${BROWSERS[name].product} ${browser.version}` };
   } finally {

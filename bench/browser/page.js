@@ -10,7 +10,7 @@
 // timerTickMs, output (base64 of the float32 output bytes) }.
 import { decodeInputsFrom, isDecode } from '/bench/lib/decode.mjs';
 import { inputsFrom } from '/bench/lib/inputs.mjs';
-import { measure } from '/bench/lib/timing.mjs';
+import { measure, measurePair } from '/bench/lib/timing.mjs';
 import { decodeConfig, decodeFeeds, prepareDecode } from '/bench/engines/decode_step.mjs';
 import {
   createMhaModule, loadMhaThreads, mhaForward, ortFeed, ortSession, ortWebOptions,
@@ -24,16 +24,19 @@ async function bytes(url) {
   return new Uint8Array(await response.arrayBuffer());
 }
 
-// name -> ({ threads, w, inputs, files }) => { info?, run, beforeRun? }, the
-// same calls as the Node engines (bench/engines/mha_wasm.mjs, onnxruntime.mjs).
+// name -> ({ threads, w, base?, inputs, files }) => { info?, run, beforeRun?, base? }, the
+// same calls as the Node engines (bench/engines/mha_wasm.mjs, onnxruntime.mjs). base: the
+// float32 row a D row of another precision is timed in alternation with (issue 24), a
+// second module of the same loaded package (the same proxy worker and threads).
 const ENGINES = {
-  async 'mha-wasm'({ threads, w, inputs, files }) {
+  async 'mha-wasm'({ threads, w, base, inputs, files }) {
     const { loadMHA } = await import('/web/src/browser.js');
     const lib = await loadMhaThreads(loadMHA, threads);
     const safetensors = await bytes(files.safetensors);
     if (!isDecode(w)) return { info: lib.info, ...mhaForward(await createMhaModule(lib, w, safetensors), w, inputs) };
-    const mha = await createMhaModule(lib, w, safetensors, decodeConfig(w));
-    return { info: lib.info, ...await prepareDecode(lib, mha, w, inputs) };
+    const step = async (row) => prepareDecode(lib, await createMhaModule(lib, row, safetensors, decodeConfig(row)),
+      row, inputs);
+    return { info: lib.info, ...await step(w), ...(base ? { base: await step(base) } : {}) };
   },
   async 'onnxruntime-web'({ threads, w, inputs, files }) {
     const ort = await import(`${ORT_WEB_DIST}ort.wasm.min.mjs`);
@@ -52,13 +55,13 @@ function base64(floats) {
 
 let prepared;
 
-// Loads the engine and the workload: request = { engine, threads, w, files },
+// Loads the engine and the workload: request = { engine, threads, w, base?, files },
 // files = { data: URL prefix of build/bench/data/<id>., safetensors, onnx: model URLs }.
-window.prepareRow = async ({ engine, threads, w, files }) => {
+window.prepareRow = async ({ engine, threads, w, base, files }) => {
   if (!crossOriginIsolated) throw new Error('the page is not cross-origin isolated');
   const read = (name) => bytes(`${files.data}${name}`);
   const inputs = await (isDecode(w) ? decodeInputsFrom(w, read) : inputsFrom(w, read));
-  prepared = await ENGINES[engine]({ threads, w, inputs, files });
+  prepared = await ENGINES[engine]({ threads, w, base, inputs, files });
 };
 
 // A fresh Chromium takes longer than Node to reach its steady speed: W3 and
@@ -84,13 +87,15 @@ function timerTick() {
 }
 
 // One untimed run (its output is returned), a warmupMs of runs, then the
-// timing rule (`timing`: workloads.json's "timing" or "decodeTiming").
+// timing rule (`timing`: workloads.json's "timing" or "decodeTiming"); with a
+// base, the two in alternation (measurePair: baseMedianMs, pairRatio).
 window.measureRow = async (timing) => {
-  const { info, run, beforeRun } = prepared;
+  const { info, run, beforeRun, base } = prepared;
   await beforeRun?.();
   const output = await run();
   await settle(run, beforeRun, timing.warmupMs);
-  const timed = await measure(run, timing, beforeRun);
+  const timed = await (base ? measurePair(base.run, run, timing, { a: base.beforeRun, b: beforeRun })
+    : measure(run, timing, beforeRun));
   return { ...timed, ...(info ? { info } : {}), timerTickMs: timerTick(), output: base64(output) };
 };
 document.title = 'ready';

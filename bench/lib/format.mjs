@@ -7,6 +7,16 @@ export const fixed = (value, digits) => value.toFixed(value >= 100 ? 0 : value >
 // A step's median: µs below 1 ms.
 export const formatMs = (ms) => (ms < 1 ? `${fixed(ms * 1000, 2)} µs` : `${fixed(ms, 2)} ms`);
 
+// A row with a base (issue 22's options, issue 24's precisions) over its base: the median of
+// its pairs' ratios where it was timed in alternation (measurePair), else the two medians'
+// ratio. get(engine, threads, id): a result of the run.
+export function baseRatio(get, engine, threads, w) {
+  const row = get(engine, threads, w.id);
+  if (row?.pairRatio) return row.pairRatio;
+  const base = get(engine, threads, w.base);
+  return row?.medianMs && base?.medianMs ? row.medianMs / base.medianMs : undefined;
+}
+
 // Issue 22's options of a row (workloads.json "models"), as ", window 1024, softcap 50".
 export const describeOptions = (w) => [
   w.window !== undefined ? `window ${Array.isArray(w.window) ? `[${w.window.join(', ')}]` : w.window}` : '',

@@ -1,7 +1,7 @@
 // The decoding section of the report (D rows, issue 12): the step table,
 // bandwidth use, the 16-bit caches, memory, outputs and the issue's targets.
 import { cacheBytes, headDim, stepBytes, weightBytes } from './decode.mjs';
-import { MiB, describeOptions, fixed, formatMs, outputChecks, sectionTitle, shortError } from './format.mjs';
+import { MiB, baseRatio, describeOptions, fixed, formatMs, outputChecks, sectionTitle, shortError } from './format.mjs';
 
 const MB = 1e6;
 const BANDWIDTH_ROWS = ['D1', 'D1h', 'D1b', 'D1w', 'D1q', 'D2', 'D2h', 'D2b', 'D2w', 'D2q'];
@@ -111,6 +111,7 @@ export function renderDecode({ machine, engines, workloads, results, bandwidths,
       (target ? `; mha on Highway target ${target}` : '') + '.');
   out();
 
+  renderPrecisions({ engines, workloads, pages, get }, out);
   if (pagesOnly) {
     outputsSection();
     return;
@@ -183,10 +184,42 @@ export function renderDecode({ machine, engines, workloads, results, bandwidths,
   out();
 }
 
+// Issue 24's table: each row of another precision (a "base" in workloads.json) over its float32
+// row, for ours in Node, in each browser that ran and natively.
+function renderPrecisions({ engines, workloads, pages, get }, out) {
+  const rows = workloads.filter((w) => w.base);
+  const columns = ['wasm', ...pages, 'native'].map((family) => engines.find((e) => e.family === family && e.ours))
+    .flatMap((engine) => engine.threads.map((threads) => ({ engine: engine.name, threads })))
+    .filter(({ engine, threads }) => rows.some((w) => get(engine, threads, w.id)));
+  if (!rows.length || !columns.length) return;
+  out('### Precisions against float32 (issue 24)');
+  out();
+  out('Each cell: the step with the row\'s weights and cache / the same step in float32 (its base row, D1 ' +
+      'or D2) at the same thread count, the median of the ratios of pairs timed in alternation in one ' +
+      'process (two modules; bench/lib/timing.mjs measurePair, natively bench/native/decode_bench.cc) · the ' +
+      'step\'s median / its float32 pair\'s. Without pairs (an older run\'s results), the two rows\' medians.');
+  out();
+  out(`| row | weights | cache | ${columns.map(({ engine, threads }) => `${engine} ${threads}`).join(' | ')} |`);
+  out(`|---|---|---|${columns.map(() => '---|').join('')}`);
+  for (const w of rows) {
+    const cells = columns.map(({ engine, threads }) => {
+      const r = get(engine, threads, w.id);
+      const x = baseRatio(get, engine, threads, w);
+      if (r?.error) return `failed: ${shortError(r.error)}`;
+      if (!x) return '';
+      const base = r.baseMedianMs ?? get(engine, threads, w.base)?.medianMs;
+      return `×${x.toFixed(2)} · ${formatMs(r.medianMs)} / ${formatMs(base)}`;
+    });
+    out(`| ${w.id} | ${w.weights ?? 'float32'} | ${w.dtype} | ${cells.join(' | ')} |`);
+  }
+  out();
+}
+
 function decodeTargets(get, workloads, bandwidthShare) {
   const targets = [];
   const two = (value) => value.toFixed(2);
   const add = (name, value, goal, met, format = two) => targets.push({ name, value, goal, met, format });
+  const findRow = (id) => workloads.find((w) => w.id === id) ?? { id };
   const ms = (engine, threads, id) => get(engine, threads, id)?.medianMs;
   const ratio = (peer, ours, threads, id) => {
     const p = ms(peer, threads, id);
@@ -218,9 +251,7 @@ function decodeTargets(get, workloads, bandwidthShare) {
     for (const threads of [1, 2]) {
       // Issue 24: a float16 or bfloat16 cache <= 0.9x of float32.
       for (const [id, dtype] of [['D2h', 'float16'], ['D2b', 'bfloat16']]) {
-        const narrow = ms(ours, threads, id);
-        const full = ms(ours, threads, 'D2');
-        const x = narrow && full ? narrow / full : undefined;
+        const x = baseRatio(get, ours, threads, findRow(id));
         add(`${label} ${threads} thread(s), ${ours} D2 with a ${dtype} cache / float32`, x, '<= 0.9', x <= 0.9);
       }
     }
@@ -228,9 +259,7 @@ function decodeTargets(get, workloads, bandwidthShare) {
   // Issue 24: weights kept in fewer bytes, at 1 thread.
   for (const [ours, label] of [['mha-wasm', 'WASM'], ['mha', 'native']]) {
     for (const [id, weights, goal] of [['D2w', 'bfloat16', 0.6], ['D2q', 'int8', 0.4]]) {
-      const fewer = ms(ours, 1, id);
-      const full = ms(ours, 1, 'D2');
-      const x = fewer && full ? fewer / full : undefined;
+      const x = baseRatio(get, ours, 1, findRow(id));
       add(`${label} 1 thread, ${ours} D2 with ${weights} weights / float32`, x, `<= ${goal}`, x <= goal);
     }
   }

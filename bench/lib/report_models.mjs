@@ -4,7 +4,7 @@
 // the same forward without it; the targets, met or not.
 import { isDecode } from './decode.mjs';
 import { describeStep } from './report_decode.mjs';
-import { MiB, describeOptions, describeWorkload, fixed, formatMs, outputChecks, sectionTitle, shortError } from './format.mjs';
+import { MiB, baseRatio, describeOptions, describeWorkload, fixed, formatMs, outputChecks, sectionTitle, shortError } from './format.mjs';
 
 const PEER_TARGETS = [['V1', 3], ['V2', 3], ['V1f', 2]];
 const V3 = ['V3a', 'V3b', 'V3c'];
@@ -16,9 +16,7 @@ export function renderModels({ engines, workloads, results }, out) {
   const ms = (engine, threads, id) => get(engine, threads, id)?.medianMs;
   const oursOf = (family) => engines.find((e) => e.family === family && e.ours).name;
   const ratio = (a, b) => (a && b ? a / b : undefined);
-  // An option row's cost: its pairs' ratio where it has one (measurePair), else the medians'.
-  const cost = (ours, threads, w) => get(ours, threads, w.id)?.pairRatio
-    ?? ratio(ms(ours, threads, w.id), ms(ours, threads, w.base));
+  const cost = (ours, threads, w) => baseRatio(get, ours, threads, w);
   const steps = workloads.filter(isDecode);
   const v3 = workloads.filter((w) => V3.includes(w.id));
   const options = workloads.filter((w) => w.base);

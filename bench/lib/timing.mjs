@@ -33,21 +33,32 @@ export async function measure(run, timing, before = undefined) {
   return { medianMs: median(times), reps };
 }
 
-// Two runs timed in alternation (issue 22's option rows: `b` a forward with
-// the option, `a` the same without it): each pair shares whatever else the
-// machine did meanwhile, so the median of the pairs' ratios b / a holds
-// where two medians taken in turn would carry the machine's changes. At
-// least five pairs, each warmed up by the rule above.
-export async function measurePair(a, b, timing) {
-  const base = await measure(a, { ...timing, maxReps: 1 });
-  const one = await measure(b, { ...timing, maxReps: 1 });
-  const pairs = Math.min(timing.maxReps, Math.max(5, timing.minReps,
-    Math.ceil(timing.budgetMs / (base.medianMs + one.medianMs))));
-  const times = { a: [], b: [], ratios: [] };
-  for (let i = 0; i < pairs; i++) {
-    times.a.push(await timeOnce(a));
-    times.b.push(await timeOnce(b));
-    times.ratios.push(times.b.at(-1) / times.a.at(-1));
+// Runs timed in rotation, one of each per round: each round shares whatever
+// else the machine did meanwhile, so ratios within rounds hold where medians
+// taken one after the other would carry the machine's changes. runs: [{ run,
+// before? }] (`before` as in measure: outside the timed span, e.g. a decoding
+// step's cache rollback). At least five rounds, each run warmed up by the rule
+// above. Returns { reps: rounds, runs: [{ medianMs, ratio: the median of its
+// ratios to runs[0] within a round }] }.
+export async function measureRounds(runs, timing) {
+  let roundMs = 0;
+  for (const { run, before } of runs) roundMs += (await measure(run, { ...timing, maxReps: 1 }, before)).medianMs;
+  const rounds = Math.min(timing.maxReps, Math.max(5, timing.minReps, Math.ceil(timing.budgetMs / roundMs)));
+  const times = runs.map(() => []);
+  for (let i = 0; i < rounds; i++) {
+    for (const [j, { run, before }] of runs.entries()) times[j].push(await timeOnce(run, before));
   }
-  return { medianMs: median(times.b), reps: pairs, baseMedianMs: median(times.a), pairRatio: median(times.ratios) };
+  return {
+    reps: rounds,
+    runs: times.map((t) => ({ medianMs: median(t), ratio: median(t.map((ms, i) => ms / times[0][i])) })),
+  };
+}
+
+// Two runs in rotation (issue 22's option rows: `b` a forward with the option,
+// `a` the same without it; issue 24's precisions: `a` the float32 step):
+// { medianMs, baseMedianMs, pairRatio: the median of the pairs' ratios b / a, reps }.
+export async function measurePair(a, b, timing, before = {}) {
+  const { reps, runs: [base, one] } = await measureRounds([{ run: a, before: before.a }, { run: b, before: before.b }],
+    timing);
+  return { medianMs: one.medianMs, reps, baseMedianMs: base.medianMs, pairRatio: one.ratio };
 }

@@ -95,18 +95,10 @@ double Median(std::vector<double> values) {
   return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
 }
 
-}  // namespace
-
-// The timing rule: warm up with up to warmup_reps runs while they take under
-// warmup_ms in all, then repeat for about budget_ms within [min_reps, max_reps].
-void RunAndReport(const Args& args, const std::function<void()>& forward,
-                  const mha::ForwardResult& result, const std::function<void()>& before) {
-  if (before) before();
-  forward();
-  const std::vector<float>& output = result.output.data;
-  std::ofstream(Get(args, "out"), std::ios::binary)
-      .write(reinterpret_cast<const char*>(output.data()),
-             static_cast<std::streamsize>(output.size() * sizeof(float)));
+// The timing rule's warm-up: up to warmup_reps runs while they take under warmup_ms in all;
+// returns the last one's ms.
+double WarmUp(const Args& args, const std::function<void()>& forward,
+              const std::function<void()>& before) {
   double last = TimeMs(forward, before);
   double warmup = last;
   for (int64_t i = 1; i < GetInt(args, "warmup_reps") && warmup + last < GetInt(args, "warmup_ms");
@@ -114,17 +106,53 @@ void RunAndReport(const Args& args, const std::function<void()>& forward,
     last = TimeMs(forward, before);
     warmup += last;
   }
-  const int64_t reps = std::min(
-      GetInt(args, "max_reps"),
-      std::max(GetInt(args, "min_reps"),
-               static_cast<int64_t>(std::ceil(GetInt(args, "budget_ms") / last))));
-  std::vector<double> times;
-  for (int64_t i = 0; i < reps; ++i) times.push_back(TimeMs(forward, before));
+  return last;
+}
+
+// Runs for about budget_ms within [min_reps, max_reps], `ms` a run.
+int64_t Reps(const Args& args, double ms) {
+  return std::min(GetInt(args, "max_reps"),
+                  std::max(GetInt(args, "min_reps"),
+                           static_cast<int64_t>(std::ceil(GetInt(args, "budget_ms") / ms))));
+}
+
+}  // namespace
+
+// The timing rule of bench/lib/timing.mjs: measure, or with a base measurePair (at least five
+// pairs, the base first in each; the median of the pairs' ratios forward / base).
+void RunAndReport(const Args& args, const std::function<void()>& forward,
+                  const mha::ForwardResult& result, const std::function<void()>& before,
+                  const BaseRun* base) {
+  if (before) before();
+  forward();
+  const std::vector<float>& output = result.output.data;
+  std::ofstream(Get(args, "out"), std::ios::binary)
+      .write(reinterpret_cast<const char*>(output.data()),
+             static_cast<std::streamsize>(output.size() * sizeof(float)));
+  std::vector<double> times, base_times, ratios;
+  std::string paired;
+  if (base) {
+    const double base_ms = WarmUp(args, base->forward, base->before);
+    const int64_t pairs = std::min(GetInt(args, "max_reps"),
+                                   std::max<int64_t>(5, Reps(args, base_ms + WarmUp(args, forward, before))));
+    for (int64_t i = 0; i < pairs; ++i) {
+      base_times.push_back(TimeMs(base->forward, base->before));
+      times.push_back(TimeMs(forward, before));
+      ratios.push_back(times.back() / base_times.back());
+    }
+    char fields[96];
+    std::snprintf(fields, sizeof(fields), ",\"baseMedianMs\":%.5f,\"pairRatio\":%.5f", Median(base_times),
+                  Median(ratios));
+    paired = fields;
+  } else {
+    const int64_t reps = Reps(args, WarmUp(args, forward, before));
+    for (int64_t i = 0; i < reps; ++i) times.push_back(TimeMs(forward, before));
+  }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  std::printf("{\"medianMs\":%.5f,\"reps\":%lld,\"maxRssBytes\":%lld,\"target\":\"%s\","
+  std::printf("{\"medianMs\":%.5f,\"reps\":%lld%s,\"maxRssBytes\":%lld,\"target\":\"%s\","
               "\"gemmTile\":\"%s\"}\n",
-              Median(times), static_cast<long long>(reps),
+              Median(times), static_cast<long long>(times.size()), paired.c_str(),
               static_cast<long long>(usage.ru_maxrss) * 1024, mha::kernels::TargetName(),
               mha::kernels::GemmTileName(mha::kernels::GemmTileRows()));
 }

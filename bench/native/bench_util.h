@@ -41,13 +41,21 @@ std::vector<float> ReadFloats(const std::string& path, size_t count);
 // Fails with the status's message unless it is OK.
 void Check(const mha::Status& status);
 
+// A run another is timed in alternation with (issue 24: a decoding step in float32).
+struct BaseRun {
+  std::function<void()> forward;
+  std::function<void()> before;
+};
+
 // Runs `forward` once and writes result->output to the file of arg out=, then
 // times `forward` with the timing rule and prints the runner's JSON line:
 //   {"medianMs":..,"reps":..,"maxRssBytes":..,"target":".."}
 // `before`, when given, runs ahead of every forward outside the timed span (a
-// decoding step's cache rollback).
+// decoding step's cache rollback). With a `base`, the two alternate (measurePair)
+// and the line adds "baseMedianMs" and "pairRatio".
 void RunAndReport(const Args& args, const std::function<void()>& forward,
-                  const mha::ForwardResult& result, const std::function<void()>& before = nullptr);
+                  const mha::ForwardResult& result, const std::function<void()>& before = nullptr,
+                  const BaseRun* base = nullptr);
 
 }  // namespace mha_bench
 

@@ -9,7 +9,9 @@
 //   params=<.safetensors> data=<input prefix, e.g. build/bench/data/D1> out=<output .f32>
 //   E= H= kv_heads= past= L= cross=0|1 causal=0|1 bias=0|1 rotary_dim= (0: none)
 //   rotary_base= dtype=float32|float16|bfloat16 weights=float32|bfloat16|int8 cache=0|1 threads=
-//   and issue 22's options (bench_util.h's ApplyModelOptions)
+//   and issue 22's options (bench_util.h's ApplyModelOptions); base_dtype= base_weights=: a second
+//   module with that cache and those weights whose step is timed in alternation (issue 24's
+//   precisions against float32; "pairRatio": the median of the pairs' ratios step / base step)
 //   warmup_reps= warmup_ms= budget_ms= min_reps= max_reps=
 #include <cstdio>
 #include <functional>
@@ -24,14 +26,13 @@ using namespace mha_bench;  // NOLINT: the benchmark's own helpers
 
 namespace {
 
-mha::MultiheadAttentionConfig ModuleConfig(const Args& args) {
+mha::MultiheadAttentionConfig ModuleConfig(const Args& args, const std::string& weights) {
   mha::MultiheadAttentionConfig config;
   config.embed_dim = GetInt(args, "E");
   config.num_heads = GetInt(args, "H");
   config.num_kv_heads = GetInt(args, "kv_heads");
   config.bias = GetInt(args, "bias") != 0;
   config.batch_first = true;
-  const std::string weights = Get(args, "weights");
   config.weights_dtype = weights == "bfloat16" ? mha::WeightsDtype::kBFloat16
                          : weights == "float16" ? mha::WeightsDtype::kFloat16
                          : weights == "int8"    ? mha::WeightsDtype::kInt8
@@ -45,16 +46,60 @@ mha::MultiheadAttentionConfig ModuleConfig(const Args& args) {
   return config;
 }
 
+// One module's step: the new rows and their keys and values against the cache
+// (or, without one, against every source row), and what runs before it.
+struct Step {
+  std::unique_ptr<mha::MultiheadAttention> module;
+  std::unique_ptr<mha::KVCache> cache;
+  mha::ForwardResult result;
+  std::function<void()> forward, before;
+};
+
+// The step of a module with `weights`; with a cache of `dtype` filled from `source`
+// (self-attention: the past tokens; cross: the encoder states) when cache=1.
+std::unique_ptr<Step> MakeStep(const Args& args, const std::string& weights, const std::string& dtype,
+                               const mha::TensorView& step, const mha::TensorView& source,
+                               const mha::TensorView& all, mha::ThreadPool* pool) {
+  const int64_t past = GetInt(args, "past"), L = GetInt(args, "L");
+  const bool cross = GetInt(args, "cross") != 0;
+  const bool causal = GetInt(args, "causal") != 0;
+  auto s = std::make_unique<Step>();
+  s->module = CreateAndLoad(args, ModuleConfig(args, weights));
+  mha::ForwardOptions options;
+  options.need_weights = false;
+  Step* const p = s.get();
+  if (GetInt(args, "cache")) {
+    const auto cache_dtype = dtype == "float16"    ? mha::KVCacheDtype::kFloat16
+                             : dtype == "bfloat16" ? mha::KVCacheDtype::kBFloat16
+                                                   : mha::KVCacheDtype::kFloat32;
+    Check(s->module->CreateKVCache(1, past + (cross ? 0 : L), cache_dtype, &s->cache));
+    options.cache = s->cache.get();
+    options.is_causal = causal;
+    if (past > 0) Check(s->module->Forward(source, source, source, options, &s->result, pool));
+    // Cross-attention appends nothing; a self-attention step rolls back first (untimed).
+    const mha::TensorView new_rows = cross ? mha::TensorView{} : step;
+    s->forward = [p, step, new_rows, options, pool] {
+      Check(p->module->Forward(step, new_rows, new_rows, options, &p->result, pool));
+    };
+    if (!cross) s->before = [p, past] { Check(p->cache->Truncate(past)); };
+  } else {
+    if (L > 1 && past > 0) Fail("no-cache baseline: several queries after a past need a mask");
+    options.is_causal = causal && L > 1;
+    const mha::TensorView keys = cross ? source : all;
+    s->forward = [p, step, keys, options, pool] {
+      Check(p->module->Forward(step, keys, keys, options, &p->result, pool));
+    };
+  }
+  return s;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const Args args = ParseArgs(argc, argv);
   const int64_t E = GetInt(args, "E"), past = GetInt(args, "past"), L = GetInt(args, "L");
   const bool cross = GetInt(args, "cross") != 0;
-  const bool causal = GetInt(args, "causal") != 0;
   const std::string data = Get(args, "data");
-
-  const std::unique_ptr<mha::MultiheadAttention> module = CreateAndLoad(args, ModuleConfig(args));
 
   // Self-attention: rows are the past + L tokens; cross: the step's query
   // rows, and the encoder states the cache is filled from.
@@ -65,32 +110,15 @@ int main(int argc, char** argv) {
   const mha::TensorView all{rows.data(), {1, past + L, E}};
 
   mha::ThreadPool pool(GetInt(args, "threads"));
-  mha::ForwardResult result;
-  mha::ForwardOptions options;
-  options.need_weights = false;
-  std::unique_ptr<mha::KVCache> cache;
-  std::function<void()> forward, before;
-  if (GetInt(args, "cache")) {
-    const std::string name = Get(args, "dtype");
-    const auto dtype = name == "float16"    ? mha::KVCacheDtype::kFloat16
-                       : name == "bfloat16" ? mha::KVCacheDtype::kBFloat16
-                                            : mha::KVCacheDtype::kFloat32;
-    Check(module->CreateKVCache(1, past + (cross ? 0 : L), dtype, &cache));
-    options.cache = cache.get();
-    options.is_causal = causal;
-    if (past > 0) Check(module->Forward(source, source, source, options, &result, &pool));
-    // Cross-attention appends nothing; a self-attention step rolls back first (untimed).
-    const mha::TensorView new_rows = cross ? mha::TensorView{} : step;
-    forward = [&, new_rows] {
-      Check(module->Forward(step, new_rows, new_rows, options, &result, &pool));
-    };
-    if (!cross) before = [&] { Check(cache->Truncate(past)); };
-  } else {
-    if (L > 1 && past > 0) Fail("no-cache baseline: several queries after a past need a mask");
-    options.is_causal = causal && L > 1;
-    const mha::TensorView& keys = cross ? source : all;
-    forward = [&] { Check(module->Forward(step, keys, keys, options, &result, &pool)); };
+  const std::unique_ptr<Step> timed =
+      MakeStep(args, Get(args, "weights"), Get(args, "dtype"), step, source, all, &pool);
+  if (args.count("base_dtype") == 0) {
+    RunAndReport(args, timed->forward, timed->result, timed->before);
+    return 0;
   }
-  RunAndReport(args, forward, result, before);
+  const std::unique_ptr<Step> base =
+      MakeStep(args, Get(args, "base_weights"), Get(args, "base_dtype"), step, source, all, &pool);
+  const BaseRun base_run{base->forward, base->before};
+  RunAndReport(args, timed->forward, timed->result, timed->before, &base_run);
   return 0;
 }
