@@ -9,7 +9,8 @@
 // (the call's own cost: binding, threads), the first two in alternation.
 // Each line states the bytes the step must read over its time; `--gbps=X` (the read bandwidth
 // of bench/peak/read_bandwidth.mjs at the same thread count) adds their share of it.
-// Usage: node bench/dtype_step.mjs [threads] [--breakdown] [--gbps=X] [variant ...]
+// `--past=N`: a cache of N keys instead (0: the projections alone, near enough).
+// Usage: node bench/dtype_step.mjs [threads] [--breakdown] [--gbps=X] [--past=N] [variant ...]
 //   (after npm run build; variants: the names below, default all)
 import { cpus, loadavg } from 'node:os';
 import { loadMHA } from '../web/src/index.js';
@@ -18,6 +19,8 @@ import { measure, measurePair } from './lib/timing.mjs';
 import { stepBytes } from './lib/decode.mjs';
 
 const D2 = { E: 2048, H: 32, kvHeads: 8, past: 4095, L: 1, bias: false, cross: false };
+const pastFlag = process.argv.find((a) => a.startsWith('--past='));
+if (pastFlag) D2.past = Number(pastFlag.split('=')[1]);
 const VARIANTS = {
   'weights-bfloat16': { weights: 'bfloat16', dtype: 'float32' },
   'weights-int8': { weights: 'int8', dtype: 'float32' },
@@ -81,7 +84,7 @@ const base = { ...D2, weights: 'float32', dtype: 'float32' };
 const ms = (x) => `${x.toFixed(3)} ms`;
 const share = (bytes, t) => `${(bytes / t / 1e6).toFixed(2)} GB/s` +
   (gbps ? ` (${((bytes / t / 1e6 / gbps) * 100).toFixed(0)} % of ${gbps} GB/s)` : '');
-console.log(`D2 step, ${lib.info.build} (${lib.info.target}), ${lib.info.threads} threads; ` +
+console.log(`D2 step against ${D2.past} cached keys, ${lib.info.build} (${lib.info.target}), ${lib.info.threads} threads; ` +
   `${cpus()[0].model}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')} at start`);
 
 const f32 = await stepOf(base);
@@ -96,7 +99,7 @@ if (flag('breakdown')) {
   const weights = stepBytes({ ...base, past: 0, L: 0 });
   console.log(`float32: step ${ms(pair.medianMs)}; against an empty cache ${ms(pair.baseMedianMs)} ` +
     `(projections ${ms(pair.baseMedianMs - call)}: ${share(weights, pair.baseMedianMs - call)}; ` +
-    `the rest of a call ${ms(call)}, a tiny module's step); attention over 4096 keys ` +
+    `the rest of a call ${ms(call)}, a tiny module's step); attention over ${D2.past + 1} keys ` +
     `${ms(attention)} (${share(stepBytes(base) - weights, attention)}); ${pair.reps} pairs, ` +
     `median ratio ${pair.pairRatio.toFixed(3)}`);
 }

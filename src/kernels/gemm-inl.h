@@ -84,8 +84,10 @@ const float* WidenPanel(const PanelView<W>& p, size_t k, float* HWY_RESTRICT wid
     return wide;
   } else {
     for (size_t kk = 0; kk < k; ++kk) {
-      hn::StoreU(PanelHalf(d, p, kk, 0), d, wide + kk * width);
-      hn::StoreU(PanelHalf(d, p, kk, 1), d, wide + kk * width + lanes);
+      hn::Vec<decltype(d)> lo, hi;
+      PanelRow(d, p, kk, &lo, &hi);
+      hn::StoreU(lo, d, wide + kk * width);
+      hn::StoreU(hi, d, wide + kk * width + lanes);
     }
     return wide;
   }

@@ -46,11 +46,10 @@ struct PanelView {
   const float* HWY_RESTRICT scale;
 };
 
-// Half `half` (0 or 1) of row kk of a panel of float or 16-bit weights, as
-// floats.
+// Row kk of a panel of float or 16-bit weights as floats: its two halves.
 template <class W, class D>
-HWY_INLINE hn::Vec<D> PanelHalf(D d, const PanelView<W>& p, size_t kk, size_t half) {
-  return LoadWeights(d, p.w + (2 * kk + half) * hn::Lanes(d));
+HWY_INLINE void PanelRow(D d, const PanelView<W>& p, size_t kk, hn::Vec<D>* lo, hn::Vec<D>* hi) {
+  LoadWeights(d, p.w + 2 * kk * hn::Lanes(d), lo, hi);
 }
 
 // <w>_gemv_1x2v: c[0, cols) = a . panel + bias.
@@ -63,8 +62,9 @@ inline void GemvPanel1(const float* HWY_RESTRICT a, const PanelView<W>& p, size_
   auto o0 = hn::Zero(d), o1 = hn::Zero(d);
   size_t kk = 0;
   for (; kk + 2 <= k; kk += 2) {
-    const auto b0 = PanelHalf(d, p, kk, 0), b1 = PanelHalf(d, p, kk, 1);
-    const auto b2 = PanelHalf(d, p, kk + 1, 0), b3 = PanelHalf(d, p, kk + 1, 1);
+    hn::Vec<decltype(d)> b0, b1, b2, b3;
+    PanelRow(d, p, kk, &b0, &b1);
+    PanelRow(d, p, kk + 1, &b2, &b3);
     const auto a0 = hn::Set(d, a[kk]), a1 = hn::Set(d, a[kk + 1]);
     e0 = FusedMulAdd(a0, b0, e0);
     e1 = FusedMulAdd(a0, b1, e1);
@@ -72,7 +72,8 @@ inline void GemvPanel1(const float* HWY_RESTRICT a, const PanelView<W>& p, size_
     o1 = FusedMulAdd(a1, b3, o1);
   }
   if (kk < k) {
-    const auto b0 = PanelHalf(d, p, kk, 0), b1 = PanelHalf(d, p, kk, 1);
+    hn::Vec<decltype(d)> b0, b1;
+    PanelRow(d, p, kk, &b0, &b1);
     const auto a0 = hn::Set(d, a[kk]);
     e0 = FusedMulAdd(a0, b0, e0);
     e1 = FusedMulAdd(a0, b1, e1);
@@ -92,8 +93,9 @@ inline void GemvPanel2(const float* HWY_RESTRICT a, size_t lda, const PanelView<
   auto u0 = hn::Zero(d), u1 = hn::Zero(d), v0 = hn::Zero(d), v1 = hn::Zero(d);
   size_t kk = 0;
   for (; kk + 2 <= k; kk += 2) {
-    const auto b0 = PanelHalf(d, p, kk, 0), b1 = PanelHalf(d, p, kk, 1);
-    const auto b2 = PanelHalf(d, p, kk + 1, 0), b3 = PanelHalf(d, p, kk + 1, 1);
+    hn::Vec<decltype(d)> b0, b1, b2, b3;
+    PanelRow(d, p, kk, &b0, &b1);
+    PanelRow(d, p, kk + 1, &b2, &b3);
     x0 = FusedMulAdd(hn::Set(d, a[kk]), b0, x0);
     x1 = FusedMulAdd(hn::Set(d, a[kk]), b1, x1);
     y0 = FusedMulAdd(hn::Set(d, a2[kk]), b0, y0);
@@ -104,7 +106,8 @@ inline void GemvPanel2(const float* HWY_RESTRICT a, size_t lda, const PanelView<
     v1 = FusedMulAdd(hn::Set(d, a2[kk + 1]), b3, v1);
   }
   if (kk < k) {
-    const auto b0 = PanelHalf(d, p, kk, 0), b1 = PanelHalf(d, p, kk, 1);
+    hn::Vec<decltype(d)> b0, b1;
+    PanelRow(d, p, kk, &b0, &b1);
     x0 = FusedMulAdd(hn::Set(d, a[kk]), b0, x0);
     x1 = FusedMulAdd(hn::Set(d, a[kk]), b1, x1);
     y0 = FusedMulAdd(hn::Set(d, a2[kk]), b0, y0);

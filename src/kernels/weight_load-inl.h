@@ -1,5 +1,6 @@
 // Weights of a packed panel (weight_panel.h) as float vectors, converted in
-// registers: float32 as is; bfloat16 widened by a shift; float16 through
+// registers: float32 as is; bfloat16 (both halves of a row from one load) by
+// an and and a shift; float16 through
 // float16-inl.h (hardware where Highway has it, the exact integer path
 // elsewhere). The conversions are exact, so a kernel that reads them gives
 // the results of the same kernel on the widened floats, bit for bit. (int8
@@ -28,21 +29,27 @@ namespace hn = hwy::HWY_NAMESPACE;
 struct Half { uint16_t bits; };
 struct BFloat16 { uint16_t bits; };
 
-// Lanes(d) weights at p.
+// A row of 2 * Lanes(d) weights at p: its first half in *lo, its second in
+// *hi.
 template <class D>
-HWY_INLINE hn::Vec<D> LoadWeights(D d, const float* HWY_RESTRICT p) {
-  return hn::LoadU(d, p);
+HWY_INLINE void LoadWeights(D d, const float* HWY_RESTRICT p, hn::Vec<D>* lo, hn::Vec<D>* hi) {
+  *lo = hn::LoadU(d, p);
+  *hi = hn::LoadU(d, p + hn::Lanes(d));
 }
 template <class D>
-HWY_INLINE hn::Vec<D> LoadWeights(D d, const Half* HWY_RESTRICT p) {
-  return LoadHalves(d, reinterpret_cast<const uint16_t*>(p));
+HWY_INLINE void LoadWeights(D d, const Half* HWY_RESTRICT p, hn::Vec<D>* lo, hn::Vec<D>* hi) {
+  const uint16_t* bits = reinterpret_cast<const uint16_t*>(p);
+  *lo = LoadHalves(d, bits);
+  *hi = LoadHalves(d, bits + hn::Lanes(d));
 }
+// Interleaved (weight_panel.h, BFloat16Slot): lane i holds column i in its
+// lower 16 bits and column Lanes(d) + i in its upper 16.
 template <class D>
-HWY_INLINE hn::Vec<D> LoadWeights(D d, const BFloat16* HWY_RESTRICT p) {
-  const hn::Rebind<uint16_t, D> d16;
+HWY_INLINE void LoadWeights(D d, const BFloat16* HWY_RESTRICT p, hn::Vec<D>* lo, hn::Vec<D>* hi) {
   const hn::RebindToUnsigned<D> du;
-  const auto wide = hn::PromoteTo(du, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p)));
-  return hn::BitCast(d, hn::ShiftLeft<16>(wide));
+  const auto pairs = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p));
+  *lo = hn::BitCast(d, hn::ShiftLeft<16>(pairs));
+  *hi = hn::BitCast(d, hn::And(pairs, hn::Set(du, 0xFFFF0000u)));
 }
 
 }  // namespace HWY_NAMESPACE

@@ -20,7 +20,9 @@ size_t RoundUp(size_t x) { return (x + sizeof(float) - 1) / sizeof(float) * size
 size_t WeightAt(const PanelLayout& l, size_t c, size_t kk) {
   const size_t panel = c / l.width * l.PanelBytes();
   if (l.type == WeightType::kInt8) return panel + Int8Offset(l.width, kk, c % l.width);
-  return panel + (kk * l.width + c % l.width) * WeightTypeBytes(l.type);
+  const size_t slot = l.type == WeightType::kBFloat16 ? BFloat16Slot(l.width, c % l.width)
+                                                      : c % l.width;
+  return panel + (kk * l.width + slot) * WeightTypeBytes(l.type);
 }
 
 float* ColumnFloat(const PanelLayout& l, uint8_t* packed, size_t offset, size_t c) {
