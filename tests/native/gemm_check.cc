@@ -93,6 +93,32 @@ std::string CheckWeightTypes(const std::vector<float>& a, const std::vector<floa
   return "";
 }
 
+// int8's GEMV rows (one or two) with an infinity or NaN in the last row,
+// in the second block of kInt8ActivationBlock inputs: every output of that
+// row non-finite, as float32's are, and the other row finite.
+std::string CheckInt8NonFinite() {
+  namespace k = mha::kernels;
+  const size_t n = 5, depth = k::kInt8ActivationBlock + 44;
+  const std::vector<float> b = QuantizableWeights(n, depth), bias = RandomVector(n, 3);
+  for (float bad : {std::nanf(""), INFINITY, -INFINITY}) {
+    for (size_t m : {1, 2}) {
+      std::vector<float> a = RandomVector(m * depth, 5);
+      a[(m - 1) * depth + depth - 3] = bad;
+      const std::vector<float> c = PackedGemm(k::WeightType::kInt8, a, b, bias, m, n, depth);
+      for (size_t row = 0; row < m; ++row) {
+        for (size_t j = 0; j < n; ++j) {
+          if (std::isfinite(c[row * (n + 1) + j]) == (row == m - 1)) {
+            return "int8, " + std::to_string(bad) + " in row " + std::to_string(m - 1) + " of " +
+                   std::to_string(m) + ": output [" + std::to_string(row) + ", " +
+                   std::to_string(j) + "] = " + std::to_string(c[row * (n + 1) + j]);
+          }
+        }
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string CheckGemmTile(size_t tile_rows) {
@@ -120,6 +146,7 @@ std::string CheckGemmTile(size_t tile_rows) {
     }
     if (!error.empty()) break;
   }
+  if (error.empty()) error = CheckInt8NonFinite();
   k::SetGemmTileRows(0);
   return error;
 }
