@@ -173,24 +173,24 @@ inline QuantizedRow QuantizeRow(const float* HWY_RESTRICT a, size_t k, float* HW
   return {q, scale};
 }
 
-// acc += the pair dot products of the weights at w (2 * Lanes(di32) columns'
-// pairs, Int8Offset's order) with the activation pair `pair` (two int16 in
-// one int32): per column, w[2p] * a[2p] + w[2p + 1] * a[2p + 1].
+// Accumulates the pair dot products of the weights at w (2 * Lanes(di32)
+// columns' pairs, Int8Offset's order) with the activation pair `pair` (two
+// int16 in one int32) into *even and *odd, in the target's arrangement:
+// RearrangeToOddPlusEven(*even, *odd) then holds, per column, the sums of
+// w[2p] * a[2p] + w[2p + 1] * a[2p + 1].
 template <class DI>
-HWY_INLINE hn::Vec<DI> PairDot(DI di32, const int8_t* HWY_RESTRICT w, int32_t pair,
-                               hn::Vec<DI> acc) {
+HWY_INLINE void PairDot(DI di32, const int8_t* HWY_RESTRICT w, int32_t pair, hn::Vec<DI>* even,
+                        hn::Vec<DI>* odd) {
 #if HWY_TARGET == HWY_SCALAR
-  (void)di32;
+  (void)odd;
   int16_t a[2];
   std::memcpy(a, &pair, sizeof(a));
-  return hn::Add(acc, hn::Set(di32, w[0] * a[0] + w[1] * a[1]));
+  *even = hn::Add(*even, hn::Set(di32, w[0] * a[0] + w[1] * a[1]));
 #else
   const hn::Repartition<int16_t, DI> d16;
   const hn::Rebind<int8_t, decltype(d16)> d8;
-  auto odd = hn::Zero(di32);  // the odd products, where a target keeps them apart
-  const auto even = hn::ReorderWidenMulAccumulate(di32, hn::PromoteTo(d16, hn::LoadU(d8, w)),
-                                                  hn::BitCast(d16, hn::Set(di32, pair)), acc, odd);
-  return hn::RearrangeToOddPlusEven(even, odd);
+  *even = hn::ReorderWidenMulAccumulate(di32, hn::PromoteTo(d16, hn::LoadU(d8, w)),
+                                        hn::BitCast(d16, hn::Set(di32, pair)), *even, *odd);
 #endif
 }
 
@@ -208,27 +208,29 @@ inline void GemvInt8(const QuantizedRow* rows, const PanelView<int8_t>& p, size_
   auto x0 = hn::Zero(d), x1 = hn::Zero(d), y0 = hn::Zero(d), y1 = hn::Zero(d);
   for (size_t b0 = 0; b0 < pairs; b0 += block_pairs) {
     const size_t end = HWY_MIN(pairs, b0 + block_pairs);
-    auto i0 = hn::Zero(di), i1 = hn::Zero(di), j0 = hn::Zero(di), j1 = hn::Zero(di);
+    // Even and odd sums (PairDot) of each output vector: x halves 0, 1; y's.
+    auto xe0 = hn::Zero(di), xo0 = xe0, xe1 = xe0, xo1 = xe0;
+    auto ye0 = xe0, yo0 = xe0, ye1 = xe0, yo1 = xe0;
     for (size_t pp = b0; pp < end; ++pp) {
       const int8_t* w = p.w + pp * 4 * lanes;
       int32_t a;
       std::memcpy(&a, rows[0].q + 2 * pp, sizeof(a));
-      i0 = PairDot(di, w, a, i0);
-      i1 = PairDot(di, w + 2 * lanes, a, i1);
+      PairDot(di, w, a, &xe0, &xo0);
+      PairDot(di, w + 2 * lanes, a, &xe1, &xo1);
       if constexpr (kRowsA == 2) {
         std::memcpy(&a, rows[1].q + 2 * pp, sizeof(a));
-        j0 = PairDot(di, w, a, j0);
-        j1 = PairDot(di, w + 2 * lanes, a, j1);
+        PairDot(di, w, a, &ye0, &yo0);
+        PairDot(di, w + 2 * lanes, a, &ye1, &yo1);
       }
     }
     const size_t block = b0 / block_pairs;
     const auto sx = hn::Set(d, rows[0].scale[block]);
-    x0 = FusedMulAdd(hn::ConvertTo(d, i0), sx, x0);
-    x1 = FusedMulAdd(hn::ConvertTo(d, i1), sx, x1);
+    x0 = FusedMulAdd(hn::ConvertTo(d, hn::RearrangeToOddPlusEven(xe0, xo0)), sx, x0);
+    x1 = FusedMulAdd(hn::ConvertTo(d, hn::RearrangeToOddPlusEven(xe1, xo1)), sx, x1);
     if constexpr (kRowsA == 2) {
       const auto sy = hn::Set(d, rows[1].scale[block]);
-      y0 = FusedMulAdd(hn::ConvertTo(d, j0), sy, y0);
-      y1 = FusedMulAdd(hn::ConvertTo(d, j1), sy, y1);
+      y0 = FusedMulAdd(hn::ConvertTo(d, hn::RearrangeToOddPlusEven(ye0, yo0)), sy, y0);
+      y1 = FusedMulAdd(hn::ConvertTo(d, hn::RearrangeToOddPlusEven(ye1, yo1)), sy, y1);
     }
   }
   const auto s0 = hn::LoadU(d, p.scale), s1 = hn::LoadU(d, p.scale + lanes);
