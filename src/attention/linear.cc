@@ -96,10 +96,11 @@ void PackedLinear::RunTasks(const float* x, size_t ldx, float* y, size_t ldy, Th
   }
   pool = SharedPool(pool, work);
   // Tasks of more than two rows widen each panel of 16-bit or int8 weights
-  // once for their register tiles: into this call's slice per thread.
+  // once for their register tiles, and int8's GEMV quantizes its rows: into
+  // this call's slice per thread.
   size_t wide_size = 0;
   for (const Block& b : tasks_) {
-    if (b.row_end - b.row_begin > 2) wide_size = kernels::GemmWidenSize(layout_);
+    wide_size = std::max(wide_size, kernels::GemmWidenSize(layout_, b.row_end - b.row_begin));
   }
   float* wide = wide_size != 0 ? wide_.Get(wide_size * (pool ? pool->num_threads() : 1)) : nullptr;
   auto task = [&](size_t begin, size_t end, size_t thread) {

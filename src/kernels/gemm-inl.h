@@ -64,36 +64,74 @@ PanelView<W> PanelAt(const uint8_t* packed, const kernels::PanelLayout& layout, 
 }
 
 // The panel's weights as float32 (k rows of the panel's width), in `wide`
-// unless they are float32, converted as the GEMV kernels convert them.
+// unless they are float32: 16-bit ones converted as the GEMV kernels convert
+// them, int8 ones q * scale (once per panel for many rows: plain code).
 template <class W>
 const float* WidenPanel(const PanelView<W>& p, size_t k, float* HWY_RESTRICT wide) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d), width = 2 * lanes;
   if constexpr (std::is_same_v<W, float>) {
     (void)k;
     (void)wide;
+    (void)width;
     return p.w;
-  } else {
-    const hn::ScalableTag<float> d;
-    const size_t lanes = hn::Lanes(d), width = 2 * lanes;
-    const auto s0 = p.scale ? hn::LoadU(d, p.scale) : hn::Zero(d);
-    const auto s1 = p.scale ? hn::LoadU(d, p.scale + lanes) : hn::Zero(d);
+  } else if constexpr (std::is_same_v<W, int8_t>) {
     for (size_t kk = 0; kk < k; ++kk) {
-      hn::StoreU(PanelHalf(d, p, kk, 0, s0), d, wide + kk * width);
-      hn::StoreU(PanelHalf(d, p, kk, 1, s1), d, wide + kk * width + lanes);
+      for (size_t col = 0; col < width; ++col) {
+        wide[kk * width + col] = p.w[kernels::Int8Offset(width, kk, col)] * p.scale[col];
+      }
+    }
+    return wide;
+  } else {
+    for (size_t kk = 0; kk < k; ++kk) {
+      hn::Vec<decltype(d)> lo, hi;
+      PanelRow(d, p, kk, &lo, &hi);
+      hn::StoreU(lo, d, wide + kk * width);
+      hn::StoreU(hi, d, wide + kk * width + lanes);
     }
     return wide;
   }
 }
 
+// One or two rows of C from one panel: the GEMV kernels (int8: on the rows
+// quantized once for every panel, `quantized`).
+template <class W>
+HWY_INLINE void GemvRows(const float* a, size_t lda, size_t rows, const PanelView<W>& view,
+                         size_t k, float* c, size_t ldc, size_t cols,
+                         const QuantizedRow* quantized) {
+  if constexpr (std::is_same_v<W, int8_t>) {
+    (void)a;
+    (void)lda;
+    if (rows == 1) return GemvInt8<1>(quantized, view, k, c, ldc, cols);
+    return GemvInt8<2>(quantized, view, k, c, ldc, cols);
+  } else {
+    (void)quantized;
+    if (rows == 1) return GemvPanel1(a, view, k, c, cols);
+    return GemvPanel2(a, lda, view, k, c, ldc, cols);
+  }
+}
+
 // Rows [row_begin, row_end) x columns [col_begin, col_end) of C from packed B
-// with weights of type W. `wide` holds k * GemmPanelWidth() floats
+// with weights of type W. `wide` holds kernels::GemmWidenSize floats
 // (unused for float32): a panel with 16-bit or int8 weights is widened there
-// once for the register tiles of every row (the GEMV rows read it as stored).
+// once for the register tiles of every row (the GEMV rows read it as
+// stored), and after that int8's GEMV rows are quantized once for every panel.
 template <size_t kRows, class W>
 inline void GemmTileRows(const float* a, size_t lda, const uint8_t* packed,
                          const kernels::PanelLayout& layout, size_t n, float* c, size_t ldc,
                          size_t row_begin, size_t row_end, size_t col_begin, size_t col_end,
                          float* wide) {
   const size_t width = layout.width, k = layout.k;
+  QuantizedRow quantized[2];
+  if constexpr (std::is_same_v<W, int8_t>) {
+    // The last one or two rows when the tiles leave them to the GEMV.
+    const size_t tail = (row_end - row_begin) % kRows;
+    float* scratch = wide + (row_end - row_begin > 2 ? k * width : 0);
+    for (size_t r = 0; r < tail && tail <= 2; ++r) {
+      quantized[r] = QuantizeRow(a + (row_end - tail + r) * lda, k, scratch);
+      scratch += QuantizedRowSize(k);
+    }
+  }
   for (size_t col0 = col_begin; col0 < col_end; col0 += width) {
     const PanelView<W> view = PanelAt<W>(packed, layout, col0 / width);
     const float* panel = row_end - row_begin > 2 ? WidenPanel(view, k, wide) : nullptr;
@@ -104,10 +142,8 @@ inline void GemmTileRows(const float* a, size_t lda, const uint8_t* packed,
       // One or two rows (a decoding step's tokens, a tail): the GEMV kernels;
       // three or four (a tail of 64-row blocks under 6-row tiles): the 4-row
       // tile, which computes no rows that are thrown away.
-      if (rows == 1) {
-        GemvPanel1(a + row * lda, view, k, c + row * ldc + col0, cols);
-      } else if (rows == 2) {
-        GemvPanel2(a + row * lda, lda, view, k, c + row * ldc + col0, ldc, cols);
+      if (rows <= 2) {
+        GemvRows(a + row * lda, lda, rows, view, k, c + row * ldc + col0, ldc, cols, quantized);
       } else if (rows <= 4) {
         GemmPanel<4>(a + row * lda, lda, rows, panel, view.bias, k, c + row * ldc + col0, ldc,
                           cols);

@@ -4,9 +4,13 @@
 // register tile computes all its rows whatever the live rows (up to 8: 7 of
 // 8 FMAs wasted for one token); here every FMA counts, and two
 // independent accumulator chains per output vector (even and odd k) keep the
-// FMA latency hidden while B streams through once. Weights of any stored type
-// (weight_load-inl.h) are converted in registers as they stream: with 16-bit
-// weights the sums are those of the widened panel, bit for bit.
+// FMA latency hidden while B streams through once. 16-bit weights
+// (weight_load-inl.h) are converted in registers as they stream: the sums are
+// those of the widened panel, bit for bit. int8 weights are not converted:
+// they multiply the rows quantized to int16 (kernels::kInt8ActivationBlock)
+// in integer dot products of pairs of inputs (i32x4.dot_i16x8_s in
+// WebAssembly, pmaddwd on x86), a quarter of float32's bytes for fewer
+// operations than float32's FMAs.
 
 // Toggling include guard: compiled once per target (foreach_target.h).
 #if defined(MHA_SRC_KERNELS_GEMV_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -16,10 +20,15 @@
 #define MHA_SRC_KERNELS_GEMV_INL_H_
 #endif
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
+#include <cstring>
+
 #include "hwy/highway.h"
+#include "src/kernels/kernels.h"
+#include "src/kernels/mul_add-inl.h"
 #include "src/kernels/register_tile-inl.h"
 #include "src/kernels/weight_load-inl.h"
 
@@ -37,12 +46,10 @@ struct PanelView {
   const float* HWY_RESTRICT scale;
 };
 
-// Half `half` (0 or 1) of row kk of the panel, as floats.
+// Row kk of a panel of float or 16-bit weights as floats: its two halves.
 template <class W, class D>
-HWY_INLINE hn::Vec<D> PanelHalf(D d, const PanelView<W>& p, size_t kk, size_t half,
-                                hn::Vec<D> scale) {
-  const size_t lanes = hn::Lanes(d);
-  return Dequantize<W>(LoadWeights(d, p.w + (2 * kk + half) * lanes), scale);
+HWY_INLINE void PanelRow(D d, const PanelView<W>& p, size_t kk, hn::Vec<D>* lo, hn::Vec<D>* hi) {
+  LoadWeights(d, p.w + 2 * kk * hn::Lanes(d), lo, hi);
 }
 
 // <w>_gemv_1x2v: c[0, cols) = a . panel + bias.
@@ -51,14 +58,13 @@ inline void GemvPanel1(const float* HWY_RESTRICT a, const PanelView<W>& p, size_
                        float* HWY_RESTRICT c, size_t cols) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
-  const auto s0 = p.scale ? hn::LoadU(d, p.scale) : hn::Zero(d);
-  const auto s1 = p.scale ? hn::LoadU(d, p.scale + lanes) : hn::Zero(d);
   auto e0 = hn::LoadU(d, p.bias), e1 = hn::LoadU(d, p.bias + lanes);
   auto o0 = hn::Zero(d), o1 = hn::Zero(d);
   size_t kk = 0;
   for (; kk + 2 <= k; kk += 2) {
-    const auto b0 = PanelHalf(d, p, kk, 0, s0), b1 = PanelHalf(d, p, kk, 1, s1);
-    const auto b2 = PanelHalf(d, p, kk + 1, 0, s0), b3 = PanelHalf(d, p, kk + 1, 1, s1);
+    hn::Vec<decltype(d)> b0, b1, b2, b3;
+    PanelRow(d, p, kk, &b0, &b1);
+    PanelRow(d, p, kk + 1, &b2, &b3);
     const auto a0 = hn::Set(d, a[kk]), a1 = hn::Set(d, a[kk + 1]);
     e0 = FusedMulAdd(a0, b0, e0);
     e1 = FusedMulAdd(a0, b1, e1);
@@ -66,7 +72,8 @@ inline void GemvPanel1(const float* HWY_RESTRICT a, const PanelView<W>& p, size_
     o1 = FusedMulAdd(a1, b3, o1);
   }
   if (kk < k) {
-    const auto b0 = PanelHalf(d, p, kk, 0, s0), b1 = PanelHalf(d, p, kk, 1, s1);
+    hn::Vec<decltype(d)> b0, b1;
+    PanelRow(d, p, kk, &b0, &b1);
     const auto a0 = hn::Set(d, a[kk]);
     e0 = FusedMulAdd(a0, b0, e0);
     e1 = FusedMulAdd(a0, b1, e1);
@@ -80,16 +87,15 @@ inline void GemvPanel2(const float* HWY_RESTRICT a, size_t lda, const PanelView<
                        float* HWY_RESTRICT c, size_t ldc, size_t cols) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
-  const auto s0 = p.scale ? hn::LoadU(d, p.scale) : hn::Zero(d);
-  const auto s1 = p.scale ? hn::LoadU(d, p.scale + lanes) : hn::Zero(d);
   const float* a2 = a + lda;
   auto x0 = hn::LoadU(d, p.bias), x1 = hn::LoadU(d, p.bias + lanes);
   auto y0 = x0, y1 = x1;
   auto u0 = hn::Zero(d), u1 = hn::Zero(d), v0 = hn::Zero(d), v1 = hn::Zero(d);
   size_t kk = 0;
   for (; kk + 2 <= k; kk += 2) {
-    const auto b0 = PanelHalf(d, p, kk, 0, s0), b1 = PanelHalf(d, p, kk, 1, s1);
-    const auto b2 = PanelHalf(d, p, kk + 1, 0, s0), b3 = PanelHalf(d, p, kk + 1, 1, s1);
+    hn::Vec<decltype(d)> b0, b1, b2, b3;
+    PanelRow(d, p, kk, &b0, &b1);
+    PanelRow(d, p, kk + 1, &b2, &b3);
     x0 = FusedMulAdd(hn::Set(d, a[kk]), b0, x0);
     x1 = FusedMulAdd(hn::Set(d, a[kk]), b1, x1);
     y0 = FusedMulAdd(hn::Set(d, a2[kk]), b0, y0);
@@ -100,7 +106,8 @@ inline void GemvPanel2(const float* HWY_RESTRICT a, size_t lda, const PanelView<
     v1 = FusedMulAdd(hn::Set(d, a2[kk + 1]), b3, v1);
   }
   if (kk < k) {
-    const auto b0 = PanelHalf(d, p, kk, 0, s0), b1 = PanelHalf(d, p, kk, 1, s1);
+    hn::Vec<decltype(d)> b0, b1;
+    PanelRow(d, p, kk, &b0, &b1);
     x0 = FusedMulAdd(hn::Set(d, a[kk]), b0, x0);
     x1 = FusedMulAdd(hn::Set(d, a[kk]), b1, x1);
     y0 = FusedMulAdd(hn::Set(d, a2[kk]), b0, y0);
@@ -108,6 +115,130 @@ inline void GemvPanel2(const float* HWY_RESTRICT a, size_t lda, const PanelView<
   }
   StoreRow(d, hn::Add(x0, u0), hn::Add(x1, u1), cols, c);
   StoreRow(d, hn::Add(y0, v0), hn::Add(y1, v1), cols, c + ldc);
+}
+
+// A row of A for the int8 GEMV: int16 values in pairs of inputs (an odd k
+// padded with a zero) and one scale per block of kernels::kInt8ActivationBlock.
+struct QuantizedRow {
+  const int16_t* HWY_RESTRICT q;
+  const float* HWY_RESTRICT scale;
+};
+
+// Floats of scratch QuantizeRow takes for k inputs.
+inline size_t QuantizedRowSize(size_t k) {
+  return (k + 1) / 2 + (k + kernels::kInt8ActivationBlock - 1) / kernels::kInt8ActivationBlock;
+}
+
+// a (k floats) quantized into `scratch` (QuantizedRowSize(k) floats): per
+// block, q = round(x / s) with s = max |x| / 32767 (0 for a block of zeros).
+// A block holding an infinity or NaN gets a NaN scale, so that its outputs
+// are NaN.
+inline QuantizedRow QuantizeRow(const float* HWY_RESTRICT a, size_t k, float* HWY_RESTRICT scratch) {
+  const size_t block = kernels::kInt8ActivationBlock;
+  int16_t* q = reinterpret_cast<int16_t*>(scratch);
+  float* scale = scratch + (k + 1) / 2;
+  const hn::ScalableTag<float> d;
+  const hn::CappedTag<float, 1> d1;
+  const size_t lanes = hn::Lanes(d);
+  for (size_t b0 = 0; b0 < k; b0 += block) {
+    const size_t end = HWY_MIN(k, b0 + block);
+    // Max |x| and, as x * 0, NaN for a non-finite x.
+    auto max = hn::Zero(d), nan = hn::Zero(d);
+    size_t i = b0;
+    for (; i + lanes <= end; i += lanes) {
+      const auto x = hn::LoadU(d, a + i);
+      max = hn::Max(max, hn::Abs(x));
+      nan = hn::Add(nan, hn::Mul(x, hn::Zero(d)));
+    }
+    float m = hn::GetLane(hn::MaxOfLanes(d, max)), bad = hn::GetLane(hn::SumOfLanes(d, nan));
+    for (; i < end; ++i) {
+      m = HWY_MAX(m, std::fabs(a[i]));
+      bad += a[i] * 0.0f;
+    }
+    scale[b0 / block] = m / 32767.0f + bad;
+    const float inverse = m > 0.0f && bad == 0.0f ? 32767.0f / m : 0.0f;
+    i = b0;
+    const hn::Rebind<int16_t, decltype(d)> d16;
+    const hn::Rebind<int16_t, decltype(d1)> d16_1;
+    for (; i + lanes <= end; i += lanes) {
+      const auto x = hn::NearestInt(hn::Mul(hn::LoadU(d, a + i), hn::Set(d, inverse)));
+      hn::StoreU(hn::DemoteTo(d16, x), d16, q + i);
+    }
+    for (; i < end; ++i) {
+      const auto x = hn::NearestInt(hn::Mul(hn::LoadU(d1, a + i), hn::Set(d1, inverse)));
+      hn::StoreU(hn::DemoteTo(d16_1, x), d16_1, q + i);
+    }
+  }
+  if (k % 2 != 0) q[k] = 0;
+  return {q, scale};
+}
+
+// Accumulates the pair dot products of the weights at w (2 * Lanes(di32)
+// columns' pairs, Int8Offset's order) with the activation pair `pair` (two
+// int16 in one int32) into *even and *odd, in the target's arrangement:
+// RearrangeToOddPlusEven(*even, *odd) then holds, per column, the sums of
+// w[2p] * a[2p] + w[2p + 1] * a[2p + 1].
+template <class DI>
+HWY_INLINE void PairDot(DI di32, const int8_t* HWY_RESTRICT w, int32_t pair, hn::Vec<DI>* even,
+                        hn::Vec<DI>* odd) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)odd;
+  int16_t a[2];
+  std::memcpy(a, &pair, sizeof(a));
+  *even = hn::Add(*even, hn::Set(di32, w[0] * a[0] + w[1] * a[1]));
+#else
+  const hn::Repartition<int16_t, DI> d16;
+  const hn::Rebind<int8_t, decltype(d16)> d8;
+  *even = hn::ReorderWidenMulAccumulate(di32, hn::PromoteTo(d16, hn::LoadU(d8, w)),
+                                        hn::BitCast(d16, hn::Set(di32, pair)), *even, *odd);
+#endif
+}
+
+// int8_gemv_<rows>x2v (rows 1 or 2, row stride ldc in c): c = a . panel +
+// bias, a quantized (QuantizeRow), the panel's weights q times their
+// column's scale: per block, the int32 sums of q * a's int16, then as
+// floats times the block's scale; times the column's scale at the end.
+template <size_t kRowsA>
+inline void GemvInt8(const QuantizedRow* rows, const PanelView<int8_t>& p, size_t k,
+                     float* HWY_RESTRICT c, size_t ldc, size_t cols) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const size_t lanes = hn::Lanes(d), block_pairs = kernels::kInt8ActivationBlock / 2;
+  const size_t pairs = (k + 1) / 2;
+  auto x0 = hn::Zero(d), x1 = hn::Zero(d), y0 = hn::Zero(d), y1 = hn::Zero(d);
+  for (size_t b0 = 0; b0 < pairs; b0 += block_pairs) {
+    const size_t end = HWY_MIN(pairs, b0 + block_pairs);
+    // Even and odd sums (PairDot) of each output vector: x halves 0, 1; y's.
+    auto xe0 = hn::Zero(di), xo0 = xe0, xe1 = xe0, xo1 = xe0;
+    auto ye0 = xe0, yo0 = xe0, ye1 = xe0, yo1 = xe0;
+    for (size_t pp = b0; pp < end; ++pp) {
+      const int8_t* w = p.w + pp * 4 * lanes;
+      int32_t a;
+      std::memcpy(&a, rows[0].q + 2 * pp, sizeof(a));
+      PairDot(di, w, a, &xe0, &xo0);
+      PairDot(di, w + 2 * lanes, a, &xe1, &xo1);
+      if constexpr (kRowsA == 2) {
+        std::memcpy(&a, rows[1].q + 2 * pp, sizeof(a));
+        PairDot(di, w, a, &ye0, &yo0);
+        PairDot(di, w + 2 * lanes, a, &ye1, &yo1);
+      }
+    }
+    const size_t block = b0 / block_pairs;
+    const auto sx = hn::Set(d, rows[0].scale[block]);
+    x0 = FusedMulAdd(hn::ConvertTo(d, hn::RearrangeToOddPlusEven(xe0, xo0)), sx, x0);
+    x1 = FusedMulAdd(hn::ConvertTo(d, hn::RearrangeToOddPlusEven(xe1, xo1)), sx, x1);
+    if constexpr (kRowsA == 2) {
+      const auto sy = hn::Set(d, rows[1].scale[block]);
+      y0 = FusedMulAdd(hn::ConvertTo(d, hn::RearrangeToOddPlusEven(ye0, yo0)), sy, y0);
+      y1 = FusedMulAdd(hn::ConvertTo(d, hn::RearrangeToOddPlusEven(ye1, yo1)), sy, y1);
+    }
+  }
+  const auto s0 = hn::LoadU(d, p.scale), s1 = hn::LoadU(d, p.scale + lanes);
+  const auto b0 = hn::LoadU(d, p.bias), b1 = hn::LoadU(d, p.bias + lanes);
+  StoreRow(d, FusedMulAdd(x0, s0, b0), FusedMulAdd(x1, s1, b1), cols, c);
+  if constexpr (kRowsA == 2) {
+    StoreRow(d, FusedMulAdd(y0, s0, b0), FusedMulAdd(y1, s1, b1), cols, c + ldc);
+  }
 }
 
 }  // namespace HWY_NAMESPACE

@@ -85,8 +85,13 @@ size_t GemmPanelWidth() { return HWY_DYNAMIC_DISPATCH(GemmPanelWidth)(); }
 
 PanelLayout GemmLayout(WeightType type, size_t k) { return {type, GemmPanelWidth(), k}; }
 
-size_t GemmWidenSize(const PanelLayout& layout) {
-  return layout.type == WeightType::kFloat32 ? 0 : layout.k * layout.width;
+size_t GemmWidenSize(const PanelLayout& layout, size_t rows) {
+  if (layout.type == WeightType::kFloat32) return 0;
+  const size_t widen = rows > 2 ? layout.k * layout.width : 0;
+  if (layout.type != WeightType::kInt8) return widen;
+  // Two rows of int16 pairs and their blocks' scales (QuantizeRow).
+  const size_t blocks = (layout.k + kInt8ActivationBlock - 1) / kInt8ActivationBlock;
+  return widen + 2 * ((layout.k + 1) / 2 + blocks);
 }
 
 namespace {

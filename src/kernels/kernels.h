@@ -22,17 +22,25 @@ size_t GemmPanelWidth();
 // of `type` and k inputs on the current target.
 PanelLayout GemmLayout(WeightType type, size_t k);
 
-// Floats of scratch GemmTile needs to widen one panel of `layout` (0 for
-// float32 weights).
-size_t GemmWidenSize(const PanelLayout& layout);
+// The int8 GEMV (one or two rows) multiplies the weights by the rows
+// quantized to int16, per block of this many inputs (scale: the block's
+// max |x| / 32767), in int32 sums that cannot overflow within a block
+// (256 * 127 * 32767 < 2^31), converted to float at its end.
+constexpr size_t kInt8ActivationBlock = 256;
+
+// Floats of scratch GemmTile needs for `rows` rows of A with weights of
+// `layout`: 16-bit and int8 weights are widened a panel at a time for more
+// than two rows; int8 also quantizes the one or two rows its GEMV computes.
+// 0 for float32 weights.
+size_t GemmWidenSize(const PanelLayout& layout, size_t rows);
 
 // Computes rows [row_begin, row_end) and columns [col_begin, col_end) of
 // C (row stride ldc) = A (row stride lda) * B^T + bias, B (n x layout.k)
 // packed with `layout` from GemmLayout on the same target. col_begin must be
 // a multiple of layout.width. Weights are converted in registers (16-bit:
 // exactly, so the results are those of their float32 values bit for bit;
-// int8: times their column's scale); `wide` has GemmWidenSize(layout)
-// floats. Runs the register tile GemmTileRows() says.
+// int8: times their column's scale; the GEMV's rows quantized, above);
+// `wide` has GemmWidenSize(layout, row_end - row_begin) floats. Runs the register tile GemmTileRows() says.
 void GemmTile(const float* a, size_t lda, const uint8_t* packed, const PanelLayout& layout,
               size_t n, float* c, size_t ldc, size_t row_begin, size_t row_end, size_t col_begin,
               size_t col_end, float* wide);

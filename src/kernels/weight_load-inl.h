@@ -1,9 +1,10 @@
 // Weights of a packed panel (weight_panel.h) as float vectors, converted in
-// registers: float32 as is; bfloat16 widened by a shift; float16 through
+// registers: float32 as is; bfloat16 (both halves of a row from one load) by
+// an and and a shift; float16 through
 // float16-inl.h (hardware where Highway has it, the exact integer path
-// elsewhere); int8 converted (exact) and multiplied by its column's scale.
-// The 16-bit conversions are exact, so a kernel that reads them gives the
-// results of the same kernel on the widened floats, bit for bit.
+// elsewhere). The conversions are exact, so a kernel that reads them gives
+// the results of the same kernel on the widened floats, bit for bit. (int8
+// weights have kernels of their own: gemv-inl.h, gemm-inl.h.)
 
 // Toggling include guard: compiled once per target (foreach_target.h).
 #if defined(MHA_SRC_KERNELS_WEIGHT_LOAD_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -15,7 +16,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 
 #include "hwy/highway.h"
 #include "src/kernels/float16-inl.h"
@@ -29,39 +29,27 @@ namespace hn = hwy::HWY_NAMESPACE;
 struct Half { uint16_t bits; };
 struct BFloat16 { uint16_t bits; };
 
-// Lanes(d) weights at p, before the int8 scale.
+// A row of 2 * Lanes(d) weights at p: its first half in *lo, its second in
+// *hi.
 template <class D>
-HWY_INLINE hn::Vec<D> LoadWeights(D d, const float* HWY_RESTRICT p) {
-  return hn::LoadU(d, p);
+HWY_INLINE void LoadWeights(D d, const float* HWY_RESTRICT p, hn::Vec<D>* lo, hn::Vec<D>* hi) {
+  *lo = hn::LoadU(d, p);
+  *hi = hn::LoadU(d, p + hn::Lanes(d));
 }
 template <class D>
-HWY_INLINE hn::Vec<D> LoadWeights(D d, const Half* HWY_RESTRICT p) {
-  return LoadHalves(d, reinterpret_cast<const uint16_t*>(p));
+HWY_INLINE void LoadWeights(D d, const Half* HWY_RESTRICT p, hn::Vec<D>* lo, hn::Vec<D>* hi) {
+  const uint16_t* bits = reinterpret_cast<const uint16_t*>(p);
+  *lo = LoadHalves(d, bits);
+  *hi = LoadHalves(d, bits + hn::Lanes(d));
 }
+// Interleaved (weight_panel.h, BFloat16Slot): lane i holds column i in its
+// lower 16 bits and column Lanes(d) + i in its upper 16.
 template <class D>
-HWY_INLINE hn::Vec<D> LoadWeights(D d, const BFloat16* HWY_RESTRICT p) {
-  const hn::Rebind<uint16_t, D> d16;
+HWY_INLINE void LoadWeights(D d, const BFloat16* HWY_RESTRICT p, hn::Vec<D>* lo, hn::Vec<D>* hi) {
   const hn::RebindToUnsigned<D> du;
-  const auto wide = hn::PromoteTo(du, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p)));
-  return hn::BitCast(d, hn::ShiftLeft<16>(wide));
-}
-template <class D>
-HWY_INLINE hn::Vec<D> LoadWeights(D d, const int8_t* HWY_RESTRICT p) {
-  const hn::Rebind<int8_t, D> d8;
-  const hn::RebindToSigned<D> di;
-  return hn::ConvertTo(d, hn::PromoteTo(di, hn::LoadU(d8, p)));
-}
-
-// The weight from what LoadWeights gave: times the column's scale for int8
-// (one multiply, the same in every kernel).
-template <class W, class V>
-HWY_INLINE V Dequantize(V w, V scale) {
-  if constexpr (std::is_same_v<W, int8_t>) {
-    return hn::Mul(w, scale);
-  } else {
-    (void)scale;
-    return w;
-  }
+  const auto pairs = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p));
+  *lo = hn::BitCast(d, hn::ShiftLeft<16>(pairs));
+  *hi = hn::BitCast(d, hn::And(pairs, hn::Set(du, 0xFFFF0000u)));
 }
 
 }  // namespace HWY_NAMESPACE

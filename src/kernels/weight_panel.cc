@@ -18,7 +18,11 @@ size_t RoundUp(size_t x) { return (x + sizeof(float) - 1) / sizeof(float) * size
 
 // Where weight kk of column c sits, in bytes from the start of packed B.
 size_t WeightAt(const PanelLayout& l, size_t c, size_t kk) {
-  return c / l.width * l.PanelBytes() + (kk * l.width + c % l.width) * WeightTypeBytes(l.type);
+  const size_t panel = c / l.width * l.PanelBytes();
+  if (l.type == WeightType::kInt8) return panel + Int8Offset(l.width, kk, c % l.width);
+  const size_t slot = l.type == WeightType::kBFloat16 ? BFloat16Slot(l.width, c % l.width)
+                                                      : c % l.width;
+  return panel + (kk * l.width + slot) * WeightTypeBytes(l.type);
 }
 
 float* ColumnFloat(const PanelLayout& l, uint8_t* packed, size_t offset, size_t c) {
@@ -78,7 +82,10 @@ size_t WeightTypeBytes(WeightType type) {
   return 4;
 }
 
-size_t PanelLayout::WeightBytes() const { return RoundUp(k * width * WeightTypeBytes(type)); }
+size_t PanelLayout::WeightBytes() const {
+  const size_t rows = type == WeightType::kInt8 ? (k + 1) / 2 * 2 : k;  // int8: whole pairs
+  return RoundUp(rows * width * WeightTypeBytes(type));
+}
 
 size_t PanelLayout::PanelBytes() const {
   const size_t floats = type == WeightType::kInt8 ? 2 : 1;  // bias (and scale)

@@ -4,7 +4,13 @@
 // weight: n output channels of k inputs): k rows of `width` weights of the
 // stored type, k-major, padded to 4 bytes; then `width` float32 biases; for
 // int8 then `width` float32 scales (one per output channel: the weight is
-// q * scale). Columns past n are zero. The kernels (gemm-inl.h, gemv-inl.h)
+// q * scale). Columns past n are zero. int8 rows go in pairs (inputs 2p and
+// 2p + 1, an odd k padded with a zero row), each column's two weights side
+// by side (Int8Offset), so that the GEMV multiplies a pair of weights by a
+// pair of activations in one integer dot product (gemv-inl.h). bfloat16
+// rows interleave their two halves (BFloat16Slot), so that one 32-bit lane
+// holds column i and column width/2 + i: a vector load gives both halves'
+// floats by an and and a shift. The kernels (gemm-inl.h, gemv-inl.h)
 // read weights of any type in registers; packing and moving columns between
 // panels (another width, another matrix's rows) is plain code, here.
 #ifndef MHA_SRC_KERNELS_WEIGHT_PANEL_H_
@@ -21,6 +27,16 @@ namespace kernels {
 enum class WeightType : uint8_t { kFloat32, kFloat16, kBFloat16, kInt8 };
 
 size_t WeightTypeBytes(WeightType type);
+
+// Where int8 weight (kk, c) sits in its panel of `width` columns, in bytes.
+inline size_t Int8Offset(size_t width, size_t kk, size_t c) {
+  return kk / 2 * 2 * width + 2 * c + kk % 2;
+}
+
+// Where bfloat16 column c of a row of `width` sits in the row, in elements.
+inline size_t BFloat16Slot(size_t width, size_t c) {
+  return 2 * (c % (width / 2)) + c / (width / 2);
+}
 
 struct PanelLayout {
   WeightType type = WeightType::kFloat32;

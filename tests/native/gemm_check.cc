@@ -41,7 +41,7 @@ std::vector<float> PackedGemm(mha::kernels::WeightType type, const std::vector<f
   uint8_t* p = reinterpret_cast<uint8_t*>(packed_floats.data());
   k::PackRows(layout, b.data(), depth, 0, n, p);
   k::PackBias(layout, bias.data(), 0, n, p);
-  std::vector<float> wide(k::GemmWidenSize(layout) + 1);
+  std::vector<float> wide(k::GemmWidenSize(layout, m) + 1);
   const size_t ldc = n + 1;
   std::vector<float> c(m * ldc, 7.0f);
   const size_t split = n > layout.width ? layout.width : n;
@@ -52,7 +52,8 @@ std::vector<float> PackedGemm(mha::kernels::WeightType type, const std::vector<f
 
 // Weights q / 128 with q in [-127, 127] and 127 in each row: exact in
 // float16 and bfloat16, and int8 quantizes them to q with scale 1/128
-// exactly, so every type must give float32's results bit for bit.
+// exactly, so 16-bit types must give float32's results bit for bit, and
+// int8 too except for the rows its GEMV quantizes to int16 (Int8Bound).
 std::vector<float> QuantizableWeights(size_t n, size_t depth) {
   std::vector<float> b = RandomVector(n * depth, 4);
   for (size_t i = 0; i < b.size(); ++i) {
@@ -61,17 +62,58 @@ std::vector<float> QuantizableWeights(size_t n, size_t depth) {
   return b;
 }
 
+// The int8 GEMV's error with weights |w| < 1 held exactly: each input x
+// rounded to int16 steps of at most max|x| / 32767 (half a step off), over
+// `depth` products, plus float rounding.
+double Int8Bound(const std::vector<float>& a, size_t depth, float expected) {
+  float max = 0.0f;
+  for (float x : a) max = std::max(max, std::fabs(x));
+  return depth * max / 65534.0 + 1e-6 * (1.0 + std::fabs(expected));
+}
+
 std::string CheckWeightTypes(const std::vector<float>& a, const std::vector<float>& bias, size_t m,
                              size_t n, size_t depth) {
   namespace k = mha::kernels;
   const std::vector<float> b = QuantizableWeights(n, depth);
   const std::vector<float> expected = PackedGemm(k::WeightType::kFloat32, a, b, bias, m, n, depth);
-  for (k::WeightType type : {k::WeightType::kFloat16, k::WeightType::kBFloat16,
-                             k::WeightType::kInt8}) {
+  for (k::WeightType type : {k::WeightType::kFloat16, k::WeightType::kBFloat16}) {
     const std::vector<float> c = PackedGemm(type, a, b, bias, m, n, depth);
     if (std::memcmp(c.data(), expected.data(), c.size() * sizeof(float)) != 0) {
       return "weights of type " + std::to_string(static_cast<int>(type)) +
              " differ from float32's bits";
+    }
+  }
+  const std::vector<float> c = PackedGemm(k::WeightType::kInt8, a, b, bias, m, n, depth);
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (!(std::fabs(c[i] - expected[i]) <= Int8Bound(a, depth, expected[i]))) {
+      return "int8 weights: element " + std::to_string(i) + " = " + std::to_string(c[i]) +
+             ", float32's " + std::to_string(expected[i]);
+    }
+  }
+  return "";
+}
+
+// int8's GEMV rows (one or two) with an infinity or NaN in the last row,
+// in the second block of kInt8ActivationBlock inputs: every output of that
+// row non-finite, as float32's are, and the other row finite.
+std::string CheckInt8NonFinite() {
+  namespace k = mha::kernels;
+  const size_t n = 5, depth = k::kInt8ActivationBlock + 44;
+  const std::vector<float> b = QuantizableWeights(n, depth), bias = RandomVector(n, 3);
+  for (float bad : {std::nanf(""), INFINITY, -INFINITY}) {
+    for (size_t m : {1, 2}) {
+      std::vector<float> a = RandomVector(m * depth, 5);
+      a[(m - 1) * depth + depth - 3] = bad;
+      const std::vector<float> c = PackedGemm(k::WeightType::kInt8, a, b, bias, m, n, depth);
+      for (size_t row = 0; row < m; ++row) {
+        for (size_t j = 0; j < n; ++j) {
+          if (std::isfinite(c[row * (n + 1) + j]) == (row == m - 1)) {
+            return "int8, " + std::to_string(bad) + " in row " + std::to_string(m - 1) + " of " +
+                   std::to_string(m) + ": output [" + std::to_string(row) + ", " +
+                   std::to_string(j) + "] = " + std::to_string(c[row * (n + 1) + j]);
+          }
+        }
+      }
     }
   }
   return "";
@@ -104,6 +146,7 @@ std::string CheckGemmTile(size_t tile_rows) {
     }
     if (!error.empty()) break;
   }
+  if (error.empty()) error = CheckInt8NonFinite();
   k::SetGemmTileRows(0);
   return error;
 }

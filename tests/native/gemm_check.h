@@ -13,9 +13,11 @@ namespace mha_test {
 // Runs GemmTile with the tile of `tile_rows` rows on shapes that cover whole
 // tiles, row and column tails and the GEMV rows (1 and 2), split at a panel
 // boundary as threads split it. Returns "" when every element is within
-// 1e-4 + 1e-4 * |expected| and the column past n is untouched, and packed
-// float16, bfloat16 and int8 weights give float32's results on the same
-// values bit for bit; else the first mismatch.
+// 1e-4 + 1e-4 * |expected| and the column past n is untouched, packed
+// float16 and bfloat16 weights give float32's results on the same values
+// bit for bit and int8 ones within its rows' int16 rounding, and an int8
+// GEMV row holding an infinity or NaN gives non-finite outputs; else the
+// first mismatch.
 std::string CheckGemmTile(size_t tile_rows);
 
 }  // namespace mha_test
