@@ -6,14 +6,10 @@
 
 namespace mha {
 
-void RotateRows(const Rotation& rotary, float* x, size_t ld, size_t seq_len, size_t batch,
-                bool batch_first, size_t num_heads, size_t head_dim, size_t first_position,
-                const int32_t* positions, std::vector<float>* table) {
+void FillRotaryTable(const Rotation& rotary, size_t rows, size_t first_position,
+                     const int32_t* positions, std::vector<float>* table) {
   const size_t dim = rotary.dim, half = dim / 2;
-  // Row t: the dim/2 cosines, then the dim/2 sines, of position first + t, or
-  // of positions[t] (one row per batch entry and sequence index then).
   // Angles in double: at position 4096 a float32 angle would be off by ~3e-4.
-  const size_t rows = positions != nullptr ? batch * seq_len : seq_len;
   table->resize(rows * dim);
   for (size_t s = 0; s < rows; ++s) {
     float* row = table->data() + s * dim;
@@ -25,12 +21,18 @@ void RotateRows(const Rotation& rotary, float* x, size_t ld, size_t seq_len, siz
       row[half + i] = static_cast<float>(std::sin(angle) * rotary.attention_factor);
     }
   }
+}
+
+void RotateRows(const Rotation& rotary, const float* table, bool per_batch, float* x, size_t ld,
+                size_t seq_len, size_t batch, bool batch_first, size_t num_heads,
+                size_t head_dim) {
+  const size_t dim = rotary.dim;
   for (size_t r = 0; r < seq_len * batch; ++r) {
     const size_t s = batch_first ? r % seq_len : r / batch;
     const size_t n = batch_first ? r / seq_len : r % batch;
-    const float* angles = table->data() + (positions != nullptr ? n * seq_len + s : s) * dim;
+    const float* angles = table + (per_batch ? n * seq_len + s : s) * dim;
     kernels::RotateHeads(x + r * ld, num_heads, head_dim, dim, rotary.interleaved, angles,
-                         angles + half);
+                         angles + dim / 2);
   }
 }
 

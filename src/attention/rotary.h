@@ -21,15 +21,21 @@ struct Rotation {
   bool interleaved;
 };
 
-// Rotates the heads of projected rows in place. Rows are (seq, batch) in
-// memory order: row r is sequence index s = r % seq_len and batch entry
-// n = r / seq_len when batch_first, else s = r / batch and n = r % batch. It
-// sits at position positions[n * seq_len + s] when `positions` is given, else
-// first_position + s. Each row holds num_heads heads of head_dim floats (row
-// stride ld). `table` is scratch.
-void RotateRows(const Rotation& rotary, float* x, size_t ld, size_t seq_len, size_t batch,
-                bool batch_first, size_t num_heads, size_t head_dim, size_t first_position,
-                const int32_t* positions, std::vector<float>* table);
+// Fills `table` with `rows` rows: row t holds the dim/2 cosines, then the
+// dim/2 sines, of position positions[t] when `positions` is given, else of
+// first_position + t.
+void FillRotaryTable(const Rotation& rotary, size_t rows, size_t first_position,
+                     const int32_t* positions, std::vector<float>* table);
+
+// Rotates the heads of projected rows in place by the angles of `table`
+// (FillRotaryTable's). Rows are (seq, batch) in memory order: row r is
+// sequence index s = r % seq_len and batch entry n = r / seq_len when
+// batch_first, else s = r / batch and n = r % batch. Its angles are table row
+// n * seq_len + s when per_batch (a table of positions), else row s. Each row
+// holds num_heads heads of head_dim floats (row stride ld).
+void RotateRows(const Rotation& rotary, const float* table, bool per_batch, float* x, size_t ld,
+                size_t seq_len, size_t batch, bool batch_first, size_t num_heads,
+                size_t head_dim);
 
 }  // namespace mha
 

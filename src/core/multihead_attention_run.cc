@@ -113,8 +113,14 @@ void MultiheadAttention::Impl::Rotate(const MultiheadAttentionConfig& c, const F
   const Rotation rotation{static_cast<size_t>(c.rotary.dim), rotary.inv_freq.data(),
                           rotary.attention_factor, c.rotary.interleaved};
   const bool bf = plan.batch_first;
-  RotateRows(rotation, p.q, p.q_ld, a.L, a.N, bf, a.H, a.qk_dim, a.P, positions, &rotary_table);
-  RotateRows(rotation, p.k, p.k_ld, a.S, a.N, bf, a.Hkv, a.qk_dim, a.P, positions, &rotary_table);
+  // One table for queries and keys: key rows equal query rows when
+  // positions are given (checked at the call), else key s sits at P + s too.
+  const bool per_batch = positions != nullptr;
+  FillRotaryTable(rotation, per_batch ? a.N * a.L : std::max(a.L, a.S), a.P, positions,
+                  &rotary_table);
+  const float* table = rotary_table.data();
+  RotateRows(rotation, table, per_batch, p.q, p.q_ld, a.L, a.N, bf, a.H, a.qk_dim);
+  RotateRows(rotation, table, per_batch, p.k, p.k_ld, a.S, a.N, bf, a.Hkv, a.qk_dim);
 }
 
 HeadSources MultiheadAttention::Impl::Sources(const MultiheadAttentionConfig& c,
