@@ -83,9 +83,9 @@ export interface MultiheadAttentionConfig {
    * Sliding window over positions (query i at cache.length + i, key j at j): a number W sees the
    * query's key and the W - 1 before it (Hugging Face's sliding_window, with isCausal);
    * [left, right] sees i - left <= j <= i + right (FlashAttention's window_size). Not with
-   * addBiasKV / addZeroAttn.
+   * addBiasKV / addZeroAttn. null: none (config.json's sliding_window of Mistral v0.2+).
    */
-  window?: Window;
+  window?: Window | null;
   /**
    * A learned logit per query head in the softmax's denominator (gpt-oss): the parameter `sinks`
    * (numHeads) is then loaded with the rest; weights sum to less than 1.
@@ -376,7 +376,7 @@ export interface SdpaOptions {
   /** s = softcap * tanh(s / softcap) after the scale, before the mask. */
   softcap?: number;
   /** As the module's window; query i at cache.length + i. */
-  window?: Window;
+  window?: Window | null;
   /** One logit per query head (length H) in the softmax's denominator. */
   sinks?: Float32Array;
   /** ALiBi slopes, one per query head (length H): scores gain m_h * (j - i). */
