@@ -46,6 +46,20 @@ bool RowIs(const mha::Tensor& out, int64_t b, int64_t i, bool nan) {
   return true;
 }
 
+// A module of `config` (embed_dim kE, 2 heads) with every parameter random.
+std::unique_ptr<mha::MultiheadAttention> RandomModule(mha::MultiheadAttentionConfig config,
+                                                      uint32_t seed) {
+  config.embed_dim = kE;
+  config.num_heads = 2;
+  std::unique_ptr<mha::MultiheadAttention> module;
+  EXPECT_TRUE(mha::MultiheadAttention::Create(config, &module).ok());
+  for (const mha::ParameterSpec& spec : module->Parameters()) {
+    const std::vector<float> values = RandomVector(mha::NumElements(spec.shape), seed++);
+    EXPECT_TRUE(module->LoadParameter(spec.name, values.data(), spec.shape).ok());
+  }
+  return module;
+}
+
 class NanTest : public hwy::TestWithParamTarget {};
 
 TEST_P(NanTest, NanOrInfInAKeyMakesEveryRowOfItsBatchNan) {
@@ -74,16 +88,7 @@ TEST_P(NanTest, NanInAQueryOrFloatMaskMakesThatRowNan) {
 }
 
 TEST_P(NanTest, MhaWeightsRowOfANanKeyIsNan) {
-  mha::MultiheadAttentionConfig config;
-  config.embed_dim = kE;
-  config.num_heads = 2;
-  std::unique_ptr<mha::MultiheadAttention> module;
-  ASSERT_TRUE(mha::MultiheadAttention::Create(config, &module).ok());
-  uint32_t seed = 10;
-  for (const mha::ParameterSpec& spec : module->Parameters()) {
-    const std::vector<float> values = RandomVector(mha::NumElements(spec.shape), seed++);
-    ASSERT_TRUE(module->LoadParameter(spec.name, values.data(), spec.shape).ok());
-  }
+  std::unique_ptr<mha::MultiheadAttention> module = RandomModule({}, 10);
   std::vector<float> q = RandomVector(kL * kE, 4), k = RandomVector(kS * kE, 5);
   k[20 * kE] = kNaN;
   for (bool need_weights : {true, false}) {
@@ -105,17 +110,9 @@ TEST_P(NanTest, MhaWeightsRowOfANanKeyIsNan) {
 TEST_P(NanTest, SinksDoNotRescueARowWithNoKey) {
   constexpr int64_t kRows = 64, kEmpty = 41;
   mha::MultiheadAttentionConfig config;
-  config.embed_dim = kE;
-  config.num_heads = 2;
   config.sinks = true;
   config.window.left = 1;
-  std::unique_ptr<mha::MultiheadAttention> module;
-  ASSERT_TRUE(mha::MultiheadAttention::Create(config, &module).ok());
-  uint32_t seed = 20;
-  for (const mha::ParameterSpec& spec : module->Parameters()) {
-    const std::vector<float> values = RandomVector(mha::NumElements(spec.shape), seed++);
-    ASSERT_TRUE(module->LoadParameter(spec.name, values.data(), spec.shape).ok());
-  }
+  std::unique_ptr<mha::MultiheadAttention> module = RandomModule(config, 20);
   const std::vector<float> x = RandomVector(kRows * kE, 7);
   std::vector<uint8_t> padding(kRows, 0);
   padding[kEmpty - 1] = padding[kEmpty] = 1;
@@ -178,16 +175,8 @@ TEST_P(NanTest, SinksDoNotRescueARowWithNoKey) {
 TEST_P(NanTest, WindowNeverReadsTheTilesOutsideIt) {
   constexpr int64_t kRows = 200, kPrefill = 190;
   mha::MultiheadAttentionConfig config;
-  config.embed_dim = kE;
-  config.num_heads = 2;
   config.window.left = 3;
-  std::unique_ptr<mha::MultiheadAttention> module;
-  ASSERT_TRUE(mha::MultiheadAttention::Create(config, &module).ok());
-  uint32_t seed = 30;
-  for (const mha::ParameterSpec& spec : module->Parameters()) {
-    const std::vector<float> values = RandomVector(mha::NumElements(spec.shape), seed++);
-    ASSERT_TRUE(module->LoadParameter(spec.name, values.data(), spec.shape).ok());
-  }
+  std::unique_ptr<mha::MultiheadAttention> module = RandomModule(config, 30);
   std::vector<float> x = RandomVector(kRows * kE, 8);
   x[0] = kNaN;
   mha::ForwardOptions options;

@@ -20,14 +20,15 @@ export function readSafetensors(bytes) {
   return { metadata: header.__metadata__ ?? {}, tensors };
 }
 
-// A .safetensors file of F32 tensors: {name: {shape, data: Float32Array}}.
+// A .safetensors file: {name: {shape, data: Float32Array}} (F32), or
+// {name: {shape, dtype, bytes}} (bytes already in that dtype).
 export function writeSafetensors(tensors) {
   const header = {};
   const chunks = [];
   let offset = 0;
-  for (const [name, { shape, data }] of Object.entries(tensors)) {
-    const bytes = new Uint8Array(Float32Array.from(data).buffer);
-    header[name] = { dtype: 'F32', shape, data_offsets: [offset, offset + bytes.length] };
+  for (const [name, { shape, data, dtype = 'F32', bytes = new Uint8Array(Float32Array.from(data).buffer) }]
+    of Object.entries(tensors)) {
+    header[name] = { dtype, shape, data_offsets: [offset, offset + bytes.length] };
     offset += bytes.length;
     chunks.push(bytes);
   }
