@@ -94,9 +94,9 @@ export interface MultiheadAttentionConfig {
   /**
    * ALiBi biases m_h * (j - i) (BLOOM, MPT, Falcon-RW): true takes the ALiBi paper's slopes for
    * numHeads; { slopes } any others; { symmetric: true } uses -m_h * |j - i| (jina-bert-v2). Not
-   * with addBiasKV / addZeroAttn.
+   * with addBiasKV / addZeroAttn. false or null: none (Falcon's config.json alibi: false).
    */
-  alibi?: true | { slopes?: Float32Array; symmetric?: boolean };
+  alibi?: boolean | null | { slopes?: Float32Array; symmetric?: boolean };
   /**
    * q/k norms in float32 after projection and bias, before rotary (Qwen3, Gemma 3, OLMo 2, Cohere,
    * Chameleon): the parameters `q_norm.weight`, `k_norm.weight` (and, for 'layer', optional

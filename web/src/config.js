@@ -35,9 +35,10 @@ export function windowOption(window) {
                      `integers (below 2^31), received ${describe(window)}`);
 }
 
-// alibi: undefined, true, or {slopes: Float32Array of numHeads, symmetric}.
+// alibi: undefined, false or null (none: config.json's alibi of Falcon-7B),
+// true, or {slopes: Float32Array of numHeads, symmetric}.
 function alibiOptions(alibi) {
-  if (alibi === undefined) return undefined;
+  if (alibi === undefined || alibi === false || alibi === null) return undefined;
   if (alibi === true) return { symmetric: false };
   const o = checkOptionsObject(alibi, 'alibi', ['slopes', 'symmetric']);
   if (o.slopes !== undefined && !(o.slopes instanceof Float32Array)) {

@@ -101,6 +101,7 @@ export function contractTable(fixture) {
       THROWS(/rotary\.scaling: rope_type 'longrope' is not supported/)],
     // config.json's values as they are: sliding_window null (Mistral v0.2+, Qwen3) is no window
     ['create: window null', createWith({ window: null, rotary: { scaling: null } }), RETURNS],
+    ['create: alibi false (Falcon-7B)', createWith({ alibi: false, addBiasKV: true }), RETURNS],
     // Phi-3-mini-128k's rope_scaling as its config.json has it: the kind is named, not its keys
     ['create fails: rotary.scaling longrope with its factors', createWith({ rotary: { scaling: {
       type: 'longrope', short_factor: [1, 1], long_factor: [2, 2] } } }),
