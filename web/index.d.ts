@@ -83,9 +83,9 @@ export interface MultiheadAttentionConfig {
    * Sliding window over positions (query i at cache.length + i, key j at j): a number W sees the
    * query's key and the W - 1 before it (Hugging Face's sliding_window, with isCausal);
    * [left, right] sees i - left <= j <= i + right (FlashAttention's window_size). Not with
-   * addBiasKV / addZeroAttn.
+   * addBiasKV / addZeroAttn. null: none (config.json's sliding_window of Mistral v0.2+).
    */
-  window?: Window;
+  window?: Window | null;
   /**
    * A learned logit per query head in the softmax's denominator (gpt-oss): the parameter `sinks`
    * (numHeads) is then loaded with the rest; weights sum to less than 1.
@@ -94,9 +94,9 @@ export interface MultiheadAttentionConfig {
   /**
    * ALiBi biases m_h * (j - i) (BLOOM, MPT, Falcon-RW): true takes the ALiBi paper's slopes for
    * numHeads; { slopes } any others; { symmetric: true } uses -m_h * |j - i| (jina-bert-v2). Not
-   * with addBiasKV / addZeroAttn.
+   * with addBiasKV / addZeroAttn. false or null: none (Falcon's config.json alibi: false).
    */
-  alibi?: true | { slopes?: Float32Array; symmetric?: boolean };
+  alibi?: boolean | null | { slopes?: Float32Array; symmetric?: boolean };
   /**
    * q/k norms in float32 after projection and bias, before rotary (Qwen3, Gemma 3, OLMo 2, Cohere,
    * Chameleon): the parameters `q_norm.weight`, `k_norm.weight` (and, for 'layer', optional
@@ -376,7 +376,7 @@ export interface SdpaOptions {
   /** s = softcap * tanh(s / softcap) after the scale, before the mask. */
   softcap?: number;
   /** As the module's window; query i at cache.length + i. */
-  window?: Window;
+  window?: Window | null;
   /** One logit per query head (length H) in the softmax's denominator. */
   sinks?: Float32Array;
   /** ALiBi slopes, one per query head (length H): scores gain m_h * (j - i). */

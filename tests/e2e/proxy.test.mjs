@@ -66,15 +66,18 @@ useTestPage('/tests/e2e/pages/proxy.html', { tests: true, ready: titledReady }, 
     });
   });
 
-  test('a checkpoint in two shards: listAttentionModules and loadSafetensors({ prefix, layout, names })', async () => {
-    const fixture = layoutFixture('whisper_cross_two_shards_f16');
-    const { modules, output, empty } = await page.evaluate((name) => window.proxyTest.shardedLayout(name), fixture.name);
-    assert.deepEqual(modules.map((m) => [m.prefix, m.layout, m.embedDim, m.qSize]),
-      fixture.config.modules.map((m) => [m.prefix, m.layout, m.embed_dim, m.q_size]));
-    assertClose(tensor(output), expectedOutput(fixture), 'output through the proxy');
-    assert.ok(empty.isMHAError, JSON.stringify(empty));
-    assert.match(empty.message, /listAttentionModules: bytes: expected .* received an empty array/);
-  });
+  // Whisper's cross-attention, and Falcon-40B's neox layout (grouped heads, rotary).
+  for (const name of ['whisper_cross_two_shards_f16', 'falcon_40b_gqa_two_shards']) {
+    test(`a checkpoint in two shards: listAttentionModules and loadSafetensors({ prefix, layout, names }): ${name}`, async () => {
+      const fixture = layoutFixture(name);
+      const { modules, output, empty } = await page.evaluate((n) => window.proxyTest.shardedLayout(n), fixture.name);
+      assert.deepEqual(modules.map((m) => [m.prefix, m.layout, m.embedDim, m.qSize]),
+        fixture.config.modules.map((m) => [m.prefix, m.layout, m.embed_dim, m.q_size]));
+      assertClose(tensor(output), expectedOutput(fixture), 'output through the proxy');
+      assert.ok(empty.isMHAError, JSON.stringify(empty));
+      assert.match(empty.message, /listAttentionModules: bytes: expected .* received an empty array/);
+    });
+  }
 
   // KV caches made in the worker: created synchronously, their length and held mirrored after
   // each call.
@@ -86,6 +89,11 @@ useTestPage('/tests/e2e/pages/proxy.html', { tests: true, ready: titledReady }, 
     'gpt_oss_window_sinks_decoding.safetensors', 'sdpa_sinks_window.safetensors',
     'alibi_bloom_h6_decoding.safetensors', 'sdpa_alibi_slopes.safetensors',
     'qwen3_qk_norm_decoding.safetensors', 'cohere_qk_norm_layer_per_head.safetensors',
+    // ... and the rest of them: [left, right] windows, ALiBi's own slopes (a Float32Array) and
+    // symmetric form, q/k norms over the whole projection, with an offset, with a bias
+    'window_left_right_bidirectional.safetensors', 'alibi_slopes_float_kpm_weights_averaged.safetensors',
+    'alibi_symmetric_jina_bidirectional.safetensors', 'olmo2_qk_norm_all_decoding.safetensors',
+    'gemma3_qk_norm_window_decoding.safetensors', 'chameleon_qk_norm_layer_bias_weights.safetensors',
     // scaled rotary: config.json's rope_scaling and a Float32Array table cross to the worker
     'gpt_oss_yarn_window_sinks_decoding.safetensors', 'llama3_past_original_decoding.safetensors',
     'inv_freq_attention_factor_decoding.safetensors',

@@ -8,6 +8,7 @@ import { before, describe, test } from 'node:test';
 import { MHAError, loadMHA } from '../../web/src/index.js';
 import { BUILDS } from './helpers/builds.js';
 import { assertClose } from './helpers/fixtures.js';
+import { writeSafetensors } from './helpers/safetensors.js';
 import {
   expectedOutput, layoutFixture, layoutFixtures, layoutModuleConfig, layoutStateDict,
   runLayoutForward, weightOptions,
@@ -107,6 +108,39 @@ for (const build of BUILDS) {
       assertClose((await runLayoutForward(mha, fixture)).output, expectedOutput(fixture),
         'after errors');
       mha.dispose();
+    });
+
+    // Hugging Face's names with the extra parameters of today's models (E 8, 2 query heads
+    // and 1 key/value head of 4): Qwen3's shared norms, Chameleon's per head with a bias,
+    // OLMo 2's over the projection with gpt-oss's sinks, none; each loads with what is reported.
+    test('listAttentionModules reports q/k norms, their bias and sinks, which then load', async () => {
+      const t = (...shape) => ({ shape, data: new Float32Array(shape.reduce((a, b) => a * b)).fill(0.5) });
+      const layer = (i, extra) => Object.fromEntries(Object.entries({
+        'q_proj.weight': t(8, 8), 'k_proj.weight': t(4, 8), 'v_proj.weight': t(4, 8),
+        'o_proj.weight': t(8, 8), ...extra,
+      }).map(([name, tensor]) => [`model.layers.${i}.self_attn.${name}`, tensor]));
+      const bytes = writeSafetensors({
+        ...layer(0, { 'q_norm.weight': t(4), 'k_norm.weight': t(4) }),
+        ...layer(1, { 'q_norm.weight': t(2, 4), 'q_norm.bias': t(2, 4), 'k_norm.weight': t(1, 4),
+          'k_norm.bias': t(1, 4) }),
+        ...layer(2, { 'q_norm.weight': t(8), 'k_norm.weight': t(4), sinks: t(2) }),
+        ...layer(3, {}),
+      });
+      const found = await lib.listAttentionModules(bytes);
+      assert.deepEqual(found.map((m) => [m.prefix, m.layout, m.sinks, m.qkNorm]), [
+        ['model.layers.0.self_attn.', 'qkv-linear', false, { over: 'head', bias: false }],
+        ['model.layers.1.self_attn.', 'qkv-linear', false, { over: 'head-per-head', bias: true }],
+        ['model.layers.2.self_attn.', 'qkv-linear', true, { over: 'all', bias: false }],
+        ['model.layers.3.self_attn.', 'qkv-linear', false, null],
+      ]);
+      const options = [{ qkNorm: {} }, { qkNorm: { type: 'layer' } },
+        { qkNorm: { over: 'all' }, sinks: true }, {}];
+      for (const [i, m] of found.entries()) {
+        const mha = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, numKVHeads: 1,
+          bias: false, ...options[i] });
+        await mha.loadSafetensors(bytes, { prefix: m.prefix });
+        mha.dispose();
+      }
     });
 
     test('only headers and the tensors used are copied into the heap', async () => {

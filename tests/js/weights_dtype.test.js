@@ -10,6 +10,7 @@ import { before, describe, test } from 'node:test';
 import { MHAError, loadMHA } from '../../web/src/index.js';
 import { BUILDS } from './helpers/builds.js';
 import { randomTensor, sameBits } from './helpers/random.js';
+import { writeSafetensors } from './helpers/safetensors.js';
 
 const CONFIG = { embedDim: 64, numHeads: 4, numKVHeads: 2, rotary: {} };
 const E = 64;
@@ -51,43 +52,30 @@ async function outputs(mha) {
 // A .safetensors file: 2-D tensors as `dtype` (F16 or BF16 of values they
 // hold exactly), the rest F32.
 function safetensors(specs, stateDict, dtype) {
-  const header = {};
-  const chunks = [];
-  let offset = 0;
+  const tensors = {};
   for (const { name, shape } of specs) {
     const f32 = stateDict[name];
-    let bytes;
-    if (shape.length === 2) {
-      const bits = new Uint16Array(f32.length);
-      const u32 = new Uint32Array(f32.buffer, f32.byteOffset, f32.length);
-      f32.forEach((x, i) => {
-        if (dtype === 'BF16') {
-          bits[i] = u32[i] >>> 16;
-        } else {
-          // Normal halves only: q / 128 with |q| <= 127, q != 0, or zero.
-          const sign = x < 0 ? 0x8000 : 0;
-          const a = Math.abs(x);
-          if (a === 0) { bits[i] = sign; return; }
-          const e = Math.floor(Math.log2(a));
-          bits[i] = sign | ((e + 15) << 10) | Math.round((a / 2 ** e - 1) * 1024);
-        }
-      });
-      bytes = new Uint8Array(bits.buffer);
-    } else {
-      bytes = new Uint8Array(f32.slice().buffer);
+    if (shape.length !== 2) {
+      tensors[name] = { shape, data: f32 };
+      continue;
     }
-    header[name] = { dtype: shape.length === 2 ? dtype : 'F32', shape,
-      data_offsets: [offset, offset + bytes.length] };
-    offset += bytes.length;
-    chunks.push(bytes);
+    const bits = new Uint16Array(f32.length);
+    const u32 = new Uint32Array(f32.buffer, f32.byteOffset, f32.length);
+    f32.forEach((x, i) => {
+      if (dtype === 'BF16') {
+        bits[i] = u32[i] >>> 16;
+      } else {
+        // Normal halves only: q / 128 with |q| <= 127, q != 0, or zero.
+        const sign = x < 0 ? 0x8000 : 0;
+        const a = Math.abs(x);
+        if (a === 0) { bits[i] = sign; return; }
+        const e = Math.floor(Math.log2(a));
+        bits[i] = sign | ((e + 15) << 10) | Math.round((a / 2 ** e - 1) * 1024);
+      }
+    });
+    tensors[name] = { shape, dtype, bytes: new Uint8Array(bits.buffer) };
   }
-  const json = new TextEncoder().encode(JSON.stringify(header));
-  const file = new Uint8Array(8 + json.length + offset);
-  new DataView(file.buffer).setBigUint64(0, BigInt(json.length), true);
-  file.set(json, 8);
-  let at = 8 + json.length;
-  for (const c of chunks) { file.set(c, at); at += c.length; }
-  return file;
+  return writeSafetensors(tensors);
 }
 
 for (const build of BUILDS) {

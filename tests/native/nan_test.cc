@@ -1,7 +1,10 @@
 // NaN and Infinity in, PyTorch's NaN out, on every Highway target: a NaN
 // score (from a NaN or infinite query, key or float mask value) makes its
-// row NaN instead of silently dropping that key.
+// row NaN instead of silently dropping that key; a row with no key is NaN
+// even with a sink; and a NaN outside a window is never read.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <vector>
@@ -43,6 +46,20 @@ bool RowIs(const mha::Tensor& out, int64_t b, int64_t i, bool nan) {
   return true;
 }
 
+// A module of `config` (embed_dim kE, 2 heads) with every parameter random.
+std::unique_ptr<mha::MultiheadAttention> RandomModule(mha::MultiheadAttentionConfig config,
+                                                      uint32_t seed) {
+  config.embed_dim = kE;
+  config.num_heads = 2;
+  std::unique_ptr<mha::MultiheadAttention> module;
+  EXPECT_TRUE(mha::MultiheadAttention::Create(config, &module).ok());
+  for (const mha::ParameterSpec& spec : module->Parameters()) {
+    const std::vector<float> values = RandomVector(mha::NumElements(spec.shape), seed++);
+    EXPECT_TRUE(module->LoadParameter(spec.name, values.data(), spec.shape).ok());
+  }
+  return module;
+}
+
 class NanTest : public hwy::TestWithParamTarget {};
 
 TEST_P(NanTest, NanOrInfInAKeyMakesEveryRowOfItsBatchNan) {
@@ -71,16 +88,7 @@ TEST_P(NanTest, NanInAQueryOrFloatMaskMakesThatRowNan) {
 }
 
 TEST_P(NanTest, MhaWeightsRowOfANanKeyIsNan) {
-  mha::MultiheadAttentionConfig config;
-  config.embed_dim = kE;
-  config.num_heads = 2;
-  std::unique_ptr<mha::MultiheadAttention> module;
-  ASSERT_TRUE(mha::MultiheadAttention::Create(config, &module).ok());
-  uint32_t seed = 10;
-  for (const mha::ParameterSpec& spec : module->Parameters()) {
-    const std::vector<float> values = RandomVector(mha::NumElements(spec.shape), seed++);
-    ASSERT_TRUE(module->LoadParameter(spec.name, values.data(), spec.shape).ok());
-  }
+  std::unique_ptr<mha::MultiheadAttention> module = RandomModule({}, 10);
   std::vector<float> q = RandomVector(kL * kE, 4), k = RandomVector(kS * kE, 5);
   k[20 * kE] = kNaN;
   for (bool need_weights : {true, false}) {
@@ -91,6 +99,106 @@ TEST_P(NanTest, MhaWeightsRowOfANanKeyIsNan) {
                                 options, &result).ok());
     for (float x : result.output.data) EXPECT_TRUE(std::isnan(x));
     for (float x : result.weights.data) EXPECT_TRUE(std::isnan(x));
+  }
+}
+
+// DESIGN.md: a row whose every key is masked is NaN, and a sink does not
+// rescue it (there is nothing to attend). Sinks, a causal window of 2 and
+// key padding of keys 40 and 41 leave query 41 no key, in the flash kernel,
+// the weights path and the decode kernel (a step against a cache), and in
+// the functional form's mask; every other row stays finite.
+TEST_P(NanTest, SinksDoNotRescueARowWithNoKey) {
+  constexpr int64_t kRows = 64, kEmpty = 41;
+  mha::MultiheadAttentionConfig config;
+  config.sinks = true;
+  config.window.left = 1;
+  std::unique_ptr<mha::MultiheadAttention> module = RandomModule(config, 20);
+  const std::vector<float> x = RandomVector(kRows * kE, 7);
+  std::vector<uint8_t> padding(kRows, 0);
+  padding[kEmpty - 1] = padding[kEmpty] = 1;
+  auto expect_rows = [](const std::vector<float>& data, int64_t first, int64_t rows,
+                        int64_t width, const char* what) {
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t e = 0; e < width; ++e) {
+        const float value = data[i * width + e];
+        EXPECT_TRUE(first + i == kEmpty ? std::isnan(value) : std::isfinite(value))
+            << what << ": row " << first + i << " = " << value;
+      }
+    }
+  };
+  for (bool need_weights : {false, true}) {
+    mha::ForwardOptions options;
+    options.is_causal = true;
+    options.need_weights = need_weights;
+    options.key_padding_mask = mha::MaskView::Bool(padding.data(), {1, kRows});
+    mha::ForwardResult r;
+    const mha::TensorView in{x.data(), {kRows, 1, kE}};
+    ASSERT_TRUE(module->Forward(in, in, in, options, &r).ok());
+    expect_rows(r.output.data, 0, kRows, kE, need_weights ? "weights path" : "flash");
+    if (need_weights) expect_rows(r.weights.data, 0, kRows, kRows, "weights");
+  }
+  std::unique_ptr<mha::KVCache> cache;
+  ASSERT_TRUE(module->CreateKVCache(1, kRows, mha::KVCacheDtype::kFloat32, &cache).ok());
+  for (int64_t i = 0; i <= kEmpty + 1; ++i) {  // one step per row
+    mha::ForwardOptions options;
+    options.is_causal = true;
+    options.need_weights = false;
+    options.cache = cache.get();
+    options.key_padding_mask = mha::MaskView::Bool(padding.data(), {1, i + 1});
+    mha::ForwardResult r;
+    const mha::TensorView in{x.data() + i * kE, {1, 1, kE}};
+    ASSERT_TRUE(module->Forward(in, in, in, options, &r).ok());
+    expect_rows(r.output.data, i, 1, kE, "decode step");
+  }
+  // The functional form: no key may be attended by row 3 of each batch.
+  Sdpa sdpa;
+  std::vector<uint8_t> may(kL * kS, 1);
+  std::fill(may.begin() + 3 * kS, may.begin() + 4 * kS, 0);
+  const std::vector<float> sinks = {2.0f};
+  mha::SdpaOptions options;
+  options.attn_mask = mha::MaskView::Bool(may.data(), {kL, kS});
+  options.sinks = {sinks.data(), {1}};
+  mha::Tensor out;
+  ASSERT_TRUE(mha::ScaledDotProductAttention({sdpa.q.data(), {kB, 1, kL, kE}},
+                                             {sdpa.k.data(), {kB, 1, kS, kE}},
+                                             {sdpa.v.data(), {kB, 1, kS, kE}}, options, &out).ok());
+  for (int64_t b = 0; b < kB; ++b) {
+    for (int64_t i = 0; i < kL; ++i) EXPECT_TRUE(RowIs(out, b, i, i == 3)) << "sdpa row " << i;
+  }
+}
+
+// The window skips the key tiles outside it, in the flash and the decode
+// kernel, rather than masking them: a NaN in the first token's key and value
+// (the projections of a NaN input row) reaches the rows that see it, and no
+// row whose window starts past its tile (a masked read would spread PyTorch's
+// 0 * NaN to every row).
+TEST_P(NanTest, WindowNeverReadsTheTilesOutsideIt) {
+  constexpr int64_t kRows = 200, kPrefill = 190;
+  mha::MultiheadAttentionConfig config;
+  config.window.left = 3;
+  std::unique_ptr<mha::MultiheadAttention> module = RandomModule(config, 30);
+  std::vector<float> x = RandomVector(kRows * kE, 8);
+  x[0] = kNaN;
+  mha::ForwardOptions options;
+  options.is_causal = true;
+  options.need_weights = false;
+  mha::ForwardResult r;
+  const mha::TensorView all{x.data(), {kRows, 1, kE}};
+  ASSERT_TRUE(module->Forward(all, all, all, options, &r).ok());
+  for (int64_t i = 0; i < kRows; ++i) {
+    // Rows 0-3 see key 0; from 128 on, every query chunk starts past its tile.
+    if (i < 4) EXPECT_TRUE(std::isnan(r.output.data[i * kE])) << "flash row " << i;
+    if (i >= 128) EXPECT_TRUE(std::isfinite(r.output.data[i * kE])) << "flash row " << i;
+  }
+  std::unique_ptr<mha::KVCache> cache;
+  ASSERT_TRUE(module->CreateKVCache(1, kRows, mha::KVCacheDtype::kFloat32, &cache).ok());
+  options.cache = cache.get();
+  const mha::TensorView prefill{x.data(), {kPrefill, 1, kE}};
+  ASSERT_TRUE(module->Forward(prefill, prefill, prefill, options, &r).ok());
+  for (int64_t i = kPrefill; i < kRows; ++i) {
+    const mha::TensorView step{x.data() + i * kE, {1, 1, kE}};
+    ASSERT_TRUE(module->Forward(step, step, step, options, &r).ok());
+    for (float value : r.output.data) EXPECT_TRUE(std::isfinite(value)) << "decode step " << i;
   }
 }
 

@@ -21,11 +21,12 @@ const MAX_DIM = 2 ** 24;
 
 const isWindowSide = (x) => Number.isSafeInteger(x) && x >= 0 && x < 2 ** 31;
 
-// window: undefined, a number W (Hugging Face's sliding_window: the query's
-// key and the W - 1 before it) or [left, right] (FlashAttention's
+// window: undefined or null (config.json's sliding_window of a model without
+// one: Mistral v0.2+, Qwen3), a number W (Hugging Face's sliding_window: the
+// query's key and the W - 1 before it) or [left, right] (FlashAttention's
 // window_size), as the core's {left, right} (-1: no bound on that side).
 export function windowOption(window) {
-  if (window === undefined) return { left: -1, right: -1 };
+  if (window === undefined || window === null) return { left: -1, right: -1 };
   if (isWindowSide(window) && window > 0) return { left: window - 1, right: -1 };
   if (Array.isArray(window) && window.length === 2 && window.every(isWindowSide)) {
     return { left: window[0], right: window[1] };
@@ -34,9 +35,10 @@ export function windowOption(window) {
                      `integers (below 2^31), received ${describe(window)}`);
 }
 
-// alibi: undefined, true, or {slopes: Float32Array of numHeads, symmetric}.
+// alibi: undefined, false or null (none: config.json's alibi of Falcon-7B),
+// true, or {slopes: Float32Array of numHeads, symmetric}.
 function alibiOptions(alibi) {
-  if (alibi === undefined) return undefined;
+  if (alibi === undefined || alibi === false || alibi === null) return undefined;
   if (alibi === true) return { symmetric: false };
   const o = checkOptionsObject(alibi, 'alibi', ['slopes', 'symmetric']);
   if (o.slopes !== undefined && !(o.slopes instanceof Float32Array)) {

@@ -17,15 +17,22 @@ const SCALING_KEYS = ['rope_type', 'type', 'truncate', ...SCALING_NUMBERS];
 // A config.json value: null (Python's None) is absent.
 const given = (value) => value !== undefined && value !== null;
 
+// The kinds the core computes; any other is refused by name (checkScaling).
+const SCALING_KINDS = ['default', 'linear', 'llama3', 'yarn'];
+
 // rope_scaling (null or undefined: none) as the core's RopeScaling.
 function scalingOptions(scaling) {
   if (!given(scaling)) return undefined;
-  const o = checkOptionsObject(scaling, 'rotary.scaling', SCALING_KEYS);
+  const o = checkOptionsObject(scaling, 'rotary.scaling', Object.keys(scaling));
   const kinds = [o.rope_type, o.type].filter(given);
   if (kinds.length === 0 || kinds.some((kind) => typeof kind !== 'string' || kind !== kinds[0])) {
     throw new MHAError('rotary.scaling: expected rope_type (or type) naming the kind, received ' +
                        `${describe(o.rope_type)} and ${describe(o.type)}`);
   }
+  // An unsupported kind's own keys (longrope's short_factor, ...) are not the
+  // error: its name is.
+  if (!SCALING_KINDS.includes(kinds[0])) return { type: kinds[0], truncate: true };
+  checkOptionsObject(o, 'rotary.scaling', SCALING_KEYS);
   const options = { type: kinds[0],
     truncate: checkBoolean(o.truncate ?? undefined, 'rotary.scaling.truncate', true) };
   for (const key of SCALING_NUMBERS) {

@@ -99,6 +99,13 @@ export function contractTable(fixture) {
       THROWS(/^createMultiheadAttention: rotary\.scaling: rope_type 'dynamic' is not supported \(expected default, linear, llama3 or yarn\)$/)],
     ['create fails: rotary.scaling longrope (type)', createWith({ rotary: { scaling: { type: 'longrope', factor: 2 } } }),
       THROWS(/rotary\.scaling: rope_type 'longrope' is not supported/)],
+    // config.json's values as they are: sliding_window null (Mistral v0.2+, Qwen3) is no window
+    ['create: window null', createWith({ window: null, rotary: { scaling: null } }), RETURNS],
+    ['create: alibi false (Falcon-7B)', createWith({ alibi: false, addBiasKV: true }), RETURNS],
+    // Phi-3-mini-128k's rope_scaling as its config.json has it: the kind is named, not its keys
+    ['create fails: rotary.scaling longrope with its factors', createWith({ rotary: { scaling: {
+      type: 'longrope', short_factor: [1, 1], long_factor: [2, 2] } } }),
+      THROWS(/^createMultiheadAttention: rotary\.scaling: rope_type 'longrope' is not supported \(expected default, linear, llama3 or yarn\)$/)],
     ['create fails: rotary.scaling without rope_type', createWith({ rotary: { scaling: { factor: 2 } } }),
       THROWS(/^rotary\.scaling: expected rope_type \(or type\) naming the kind, received undefined and undefined$/)],
     ['create fails: rotary.scaling key unknown', createWith({ rotary: { scaling: { rope_type: 'linear', factor: 2, rope_theta: 1e6 } } }),
@@ -280,6 +287,7 @@ export function contractTable(fixture) {
     ['sdpa', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4), RESOLVES],
     ['sdpa: query a number', ({ lib }) => lib.scaledDotProductAttention(3, k4, k4),
       THROWS(/^query: expected a tensor \{data, shape\}, received number 3$/)],
+    ['sdpa: window null', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { window: null }), RESOLVES],
     ['sdpa: scale -1', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { scale: -1 }),
       THROWS(/^scale: expected a positive number .*received number -1$/)],
     ['sdpa: cache not a KVCache', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { cache: {} }),

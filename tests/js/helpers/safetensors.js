@@ -19,3 +19,24 @@ export function readSafetensors(bytes) {
   }
   return { metadata: header.__metadata__ ?? {}, tensors };
 }
+
+// A .safetensors file: {name: {shape, data: Float32Array}} (F32), or
+// {name: {shape, dtype, bytes}} (bytes already in that dtype).
+export function writeSafetensors(tensors) {
+  const header = {};
+  const chunks = [];
+  let offset = 0;
+  for (const [name, { shape, data, dtype = 'F32', bytes = new Uint8Array(Float32Array.from(data).buffer) }]
+    of Object.entries(tensors)) {
+    header[name] = { dtype, shape, data_offsets: [offset, offset + bytes.length] };
+    offset += bytes.length;
+    chunks.push(bytes);
+  }
+  const json = new TextEncoder().encode(JSON.stringify(header));
+  const file = new Uint8Array(8 + json.length + offset);
+  new DataView(file.buffer).setBigUint64(0, BigInt(json.length), true);
+  file.set(json, 8);
+  let at = 8 + json.length;
+  for (const c of chunks) { file.set(c, at); at += c.length; }
+  return file;
+}

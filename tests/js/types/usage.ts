@@ -32,6 +32,10 @@ export async function usage(): Promise<number> {
   lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, rotary: { base: 5e5, scaling: ropeScaling } });
   lib.createMultiheadAttention({ embedDim: 8, numHeads: 2,
     rotary: { invFreq: new Float32Array(2), attentionFactor: 1.2 } });
+  // config.json's values as they are: Qwen3's sliding_window and rope_scaling are null
+  const config = { sliding_window: null as number | null, rope_scaling: null, alibi: false };
+  lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, window: config.sliding_window,
+    rotary: { base: 1e6, scaling: config.rope_scaling }, alibi: config.alibi });
   const cache: KVCache = gqa.createKVCache({ batchSize: 1, maxLength: 16, dtype: 'float16' });
   await gqa.forward(x, null, null, { cache, isCausal: true });
   const held: number = cache.length + cache.maxLength + cache.batchSize + cache.held;
