@@ -165,7 +165,9 @@ Status RotaryTable(size_t dim, std::optional<double> base, const RopeScaling& sc
     MHA_RETURN_IF_ERROR(Yarn(scaling, dim, b, &table));
   } else if (!type.empty() && type != "default") {
     return Status::InvalidArgument("rotary.scaling: rope_type '" + type + "' is not supported "
-                                   "(expected default, linear, llama3 or yarn)");
+                                   "(expected default, linear, llama3 or yarn; any other table: "
+                                   "rotary.inv_freq and rotary.attention_factor, as transformers "
+                                   "computes them)");
   }
   *out = std::move(table);
   return Status::Ok();

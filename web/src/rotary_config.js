@@ -110,7 +110,8 @@ function checkScaling(s, base, fail) {
     if (base === 1) fail(`rotary.base: YaRN needs a base other than 1, received ${describe(base)}`);
   } else if (s.type !== 'default') {
     fail(`rotary.scaling: rope_type '${s.type}' is not supported (expected default, linear, ` +
-         'llama3 or yarn)');
+         'llama3 or yarn; any other table: rotary.inv_freq and rotary.attention_factor, as ' +
+         'transformers computes them)');
   }
 }
 

@@ -96,7 +96,7 @@ export function contractTable(fixture) {
       original_max_position_embeddings: 8192 } } }), RETURNS],
     ['create: rotary.scaling null (config.json without one)', createWith({ rotary: { scaling: null } }), RETURNS],
     ['create fails: rotary.scaling dynamic', createWith({ rotary: { scaling: { rope_type: 'dynamic', factor: 2 } } }),
-      THROWS(/^createMultiheadAttention: rotary\.scaling: rope_type 'dynamic' is not supported \(expected default, linear, llama3 or yarn\)$/)],
+      THROWS(/^createMultiheadAttention: rotary\.scaling: rope_type 'dynamic' is not supported \(expected default, linear, llama3 or yarn; any other table: rotary\.inv_freq and rotary\.attention_factor, as transformers computes them\)$/)],
     ['create fails: rotary.scaling longrope (type)', createWith({ rotary: { scaling: { type: 'longrope', factor: 2 } } }),
       THROWS(/rotary\.scaling: rope_type 'longrope' is not supported/)],
     // config.json's values as they are: sliding_window null (Mistral v0.2+, Qwen3) is no window
@@ -105,7 +105,7 @@ export function contractTable(fixture) {
     // Phi-3-mini-128k's rope_scaling as its config.json has it: the kind is named, not its keys
     ['create fails: rotary.scaling longrope with its factors', createWith({ rotary: { scaling: {
       type: 'longrope', short_factor: [1, 1], long_factor: [2, 2] } } }),
-      THROWS(/^createMultiheadAttention: rotary\.scaling: rope_type 'longrope' is not supported \(expected default, linear, llama3 or yarn\)$/)],
+      THROWS(/^createMultiheadAttention: rotary\.scaling: rope_type 'longrope' is not supported \(expected default, linear, llama3 or yarn; any other table: rotary\.inv_freq/)],
     ['create fails: rotary.scaling without rope_type', createWith({ rotary: { scaling: { factor: 2 } } }),
       THROWS(/^rotary\.scaling: expected rope_type \(or type\) naming the kind, received undefined and undefined$/)],
     ['create fails: rotary.scaling key unknown', createWith({ rotary: { scaling: { rope_type: 'linear', factor: 2, rope_theta: 1e6 } } }),
