@@ -76,7 +76,7 @@ HWY_INLINE V SoftmaxMax(V a, V b) {
 #endif
 }
 
-// 2^y for y <= 0, NaN or -inf, in 12 ops (16 in WebAssembly, which has no
+// 2^y for y <= 0 (and on up to 126: Softcap's), NaN or -inf, in 12 ops (16 in WebAssembly, which has no
 // FMA) where ExpNonPositive takes 15 (25): y = n + f with |f| <= 1/2 exactly,
 // no ln 2 to split in two; 2^f by a degree-5 polynomial fitted for relative
 // error (reweighted least squares toward minimax: 9e-8 exactly, 1.7e-7 when

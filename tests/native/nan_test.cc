@@ -26,10 +26,12 @@ struct Sdpa {
   std::vector<float> q = RandomVector(kB * kL * kE, 1), k = RandomVector(kB * kS * kE, 2),
                      v = RandomVector(kB * kS * kE, 3);
   std::vector<float> mask = std::vector<float>(kL * kS, 0.0f);  // (L, S), additive
+  float softcap = 0.0f;
 
   mha::Tensor Run() {
     mha::SdpaOptions options;
     options.attn_mask = mha::MaskView::Float(mask.data(), {kL, kS});
+    options.softcap = softcap;
     mha::Tensor out;
     EXPECT_TRUE(mha::ScaledDotProductAttention({q.data(), {kB, kL, kE}}, {k.data(), {kB, kS, kE}},
                                                {v.data(), {kB, kS, kE}}, options, &out).ok());
@@ -74,15 +76,19 @@ TEST_P(NanTest, NanOrInfInAKeyMakesEveryRowOfItsBatchNan) {
   }
 }
 
+// Soft-capping keeps a NaN score NaN, as tanh(NaN) is.
 TEST_P(NanTest, NanInAQueryOrFloatMaskMakesThatRowNan) {
-  Sdpa sdpa;
-  sdpa.q[(0 * kL + 3) * kE + 1] = kNaN;  // batch 0, query 3
-  sdpa.mask[1 * kS + 60] = kNaN;         // query 1 of every batch
-  const mha::Tensor out = sdpa.Run();
-  for (int64_t b = 0; b < kB; ++b) {
-    for (int64_t i = 0; i < kL; ++i) {
-      const bool nan = i == 1 || (b == 0 && i == 3);
-      EXPECT_TRUE(RowIs(out, b, i, nan)) << "batch " << b << " row " << i;
+  for (float softcap : {0.0f, 30.0f}) {
+    Sdpa sdpa;
+    sdpa.softcap = softcap;
+    sdpa.q[(0 * kL + 3) * kE + 1] = kNaN;  // batch 0, query 3
+    sdpa.mask[1 * kS + 60] = kNaN;         // query 1 of every batch
+    const mha::Tensor out = sdpa.Run();
+    for (int64_t b = 0; b < kB; ++b) {
+      for (int64_t i = 0; i < kL; ++i) {
+        const bool nan = i == 1 || (b == 0 && i == 3);
+        EXPECT_TRUE(RowIs(out, b, i, nan)) << "batch " << b << " row " << i << " softcap " << softcap;
+      }
     }
   }
 }
