@@ -20,7 +20,8 @@ namespace mha {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Max of n floats (n >= 1); -inf for an all -inf row, NaN if any is NaN.
+// Max of n floats (n >= 1); -inf for an all -inf row. A NaN may be dropped
+// from the max, but its exponential is NaN either way and its row ends NaN.
 inline float RowMax(const float* HWY_RESTRICT x, size_t n) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
@@ -29,7 +30,11 @@ inline float RowMax(const float* HWY_RESTRICT x, size_t n) {
   if (n >= lanes) {
     auto m = hn::LoadU(d, x);
     for (i = lanes; i + lanes <= n; i += lanes) m = hn::Max(m, hn::LoadU(d, x + i));
-    result = hn::GetLane(hn::MaxOfLanes(d, m));
+    // Lane by lane, not hn::MaxOfLanes: on EMU128 (Highway 1.0.3) that starts
+    // from -FLT_MAX, which would make a row with every key masked finite.
+    HWY_ALIGN float part[hn::MaxLanes(d)];
+    hn::Store(m, d, part);
+    for (size_t k = 0; k < lanes; ++k) result = part[k] > result ? part[k] : result;
   }
   for (; i < n; ++i) result = x[i] > result ? x[i] : result;
   return result;
