@@ -20,6 +20,7 @@ import {
 } from './lib/workloads.mjs';
 import { isDecode, noCacheNotCompared, tolerance } from './lib/decode.mjs';
 import { renderReport } from './lib/report.mjs';
+import { HAS_AVX512, PYTHON, ensureModels, log, raisePriority, runChild, torchEnv } from './lib/children.mjs';
 import { BROWSERS } from '../tests/e2e/driver/browsers.mjs';
 import { windowOption } from '../web/src/config.js';
 
@@ -30,34 +31,7 @@ const FMA_PEAK = path.join(NATIVE_BUILD, 'bench/native/fma_peak');
 const READ_BANDWIDTH = path.join(NATIVE_BUILD, 'bench/native/read_bandwidth');
 const SIMD_PEAK_WASM = path.join(BUILD_DIR, 'simd_peak.wasm');
 const READ_BANDWIDTH_WASM = path.join(BUILD_DIR, 'read_bandwidth.wasm');
-const PYTHON = '/usr/bin/python3';
 const THREADS = [1, 2];
-const BENCH_NICE = -19;
-const HAS_AVX512 = fs.readFileSync('/proc/cpuinfo', 'utf8').includes('avx512f');
-// Debian's OpenBLAS built for OpenMP (bench/setup.sh): it shares PyTorch's threads.
-const OPENBLAS_OPENMP = '/usr/lib/x86_64-linux-gnu/openblas-openmp';
-
-function log(message) {
-  process.stderr.write(`[bench] ${message}\n`);
-}
-
-// Runs one child; its last stdout line that is JSON is the result.
-function runChild(command, args, { env = {}, timeoutSeconds = config.timing.childTimeoutSeconds } = {}) {
-  const child = spawnSync(command, args, {
-    cwd: ROOT_DIR,
-    env: { ...process.env, ...env },
-    timeout: timeoutSeconds * 1000,
-    killSignal: 'SIGKILL',
-    maxBuffer: 64 << 20,
-    encoding: 'utf8',
-  });
-  const json = (child.stdout ?? '').trim().split('\n').reverse().find((line) => line.startsWith('{'));
-  if (json) return JSON.parse(json);
-  if (child.error?.code === 'ETIMEDOUT') return { error: `timed out after ${timeoutSeconds} s` };
-  const stderr = (child.stderr ?? '').trim().split('\n').filter(Boolean);
-  const reason = stderr.reverse().find((line) => /error|abort|memory|killed/i.test(line)) ?? stderr[0];
-  return { error: reason ?? `exited with ${child.status ?? child.signal}` };
-}
 
 // The timing rule's key=value arguments of the native runners.
 const timingArgs = (timing) => [
@@ -150,50 +124,9 @@ const ENGINES = [
   },
 ];
 
-function torchEnv(threads) {
-  return {
-    // Debian's OpenBLAS picks SSE3 kernels on AVX-512 CPUs it does not know.
-    ...(HAS_AVX512 ? { OPENBLAS_CORETYPE: 'SkylakeX' } : {}),
-    ...(fs.existsSync(OPENBLAS_OPENMP) ? { LD_LIBRARY_PATH: OPENBLAS_OPENMP } : {}),
-    OMP_NUM_THREADS: String(threads),
-  };
-}
-
 // Whether `engine` runs workload `w`.
 const runs = (engine, w) => engine.rows.includes(isModelRow(w) ? 'M' : isDecode(w) ? 'D' : 'W')
   && (!w.model || engine.ours);
-
-// Ahead of builds that may share the machine; needs root. The kernel shares
-// the CPU between sessions (autogroups) before it looks at nice values, so
-// the session's autogroup is raised too. Children inherit both.
-function raisePriority() {
-  try {
-    os.setPriority(BENCH_NICE);
-    fs.writeFileSync('/proc/self/autogroup', String(BENCH_NICE));
-    return `nice ${BENCH_NICE}`;
-  } catch (error) {
-    log(`could not raise the priority to nice ${BENCH_NICE} (${error.code}): ` +
-        'timings share the CPU with everything else running');
-    return 'default priority';
-  }
-}
-
-function ensureModels(workloads) {
-  const ids = [...config.workloads, config.gemm].map((w) => w.id);
-  const missing = ids.filter((id) => !fs.existsSync(modelPath({ id }, 'onnx'))
-    || !fs.existsSync(modelPath({ id }, 'safetensors')));
-  const exportWith = (script, list) => {
-    log(`exporting ${list.join(' ')} (bench/${script})`);
-    const result = spawnSync(PYTHON, [path.join(BENCH_DIR, script), ...list], {
-      stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, ...torchEnv(os.availableParallelism()) },
-    });
-    if (result.status !== 0) throw new Error(`bench/${script} failed`);
-  };
-  if (missing.length) exportWith('export_onnx.py', missing);
-  // Decoding rows: models, inputs and references together, every run.
-  const decode = workloads.filter(isDecode).map((w) => w.id);
-  if (decode.length) exportWith('export_decode.py', decode);
-}
 
 function buildNative() {
   log('building the native benchmarks (cmake, build/bench/native)');

@@ -57,9 +57,10 @@ try {
   writeFileSync(wat, `(module (func (export "${base}") (param v128 v128 v128) (result v128)
     (f32x4.relaxed_madd (local.get 0) (local.get 1) (local.get 2))))\n`);
   tool('wasm-as', [...FEATURES, wat, '-o', join(work, 'madd.wasm')]);
-  tool('wasm-merge', [...FEATURES, input, importModule, join(work, 'madd.wasm'), importModule,
+  tool('wasm-merge', [...FEATURES, '-g', input, importModule, join(work, 'madd.wasm'), importModule,
     '-o', join(work, 'merged.wasm')]);
-  tool('wasm-opt', [...FEATURES, join(work, 'merged.wasm'), '--remove-exports',
+  // -g: the input's function names stay (scripts/wasm_function_sizes.mjs reads them).
+  tool('wasm-opt', [...FEATURES, '-g', join(work, 'merged.wasm'), '--remove-exports',
     `--pass-arg=remove-exports@${base}`, '--inlining-optimizing', '-O3', '-o', output]);
 } finally {
   rmSync(work, { recursive: true, force: true });

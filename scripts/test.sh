@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Everything `npm test` runs: setup, native build + ctest, WASM build + JS tests.
+# Everything `npm test` runs: setup, native build + ctest, WASM build + JS tests, browser tests,
+# the speed guard.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,3 +34,9 @@ fi
 # table must be what they found.
 node --test tests/e2e/
 node scripts/browser_table.mjs --check
+
+# The speed guard: the package against onnxruntime-web at 1 thread, ratios against the floors
+# of bench/guard.json (bench/README.md, "The speed guard"). bench/setup.sh brings PyTorch and
+# ONNX, which export the peer's models.
+bash bench/setup.sh
+node bench/guard.mjs

@@ -19,6 +19,7 @@
 
 #include "hwy/highway.h"
 #include "src/kernels/gemv-inl.h"
+#include "src/kernels/kernels.h"
 #include "src/kernels/register_tile-inl.h"
 #include "src/kernels/weight_panel.h"
 
@@ -155,43 +156,29 @@ inline void GemmTileRows(const float* a, size_t lda, const uint8_t* packed,
   }
 }
 
-template <size_t kRows>
-inline void GemmTileTyped(const float* a, size_t lda, const uint8_t* packed,
-                          const kernels::PanelLayout& layout, size_t n, float* c, size_t ldc,
-                          size_t row_begin, size_t row_end, size_t col_begin, size_t col_end,
-                          float* wide) {
-  using kernels::WeightType;
-  switch (layout.type) {
-    case WeightType::kFloat16:
-      return GemmTileRows<kRows, Half>(a, lda, packed, layout, n, c, ldc, row_begin, row_end,
-                                       col_begin, col_end, wide);
-    case WeightType::kBFloat16:
-      return GemmTileRows<kRows, BFloat16>(a, lda, packed, layout, n, c, ldc, row_begin, row_end,
-                                           col_begin, col_end, wide);
-    case WeightType::kInt8:
-      return GemmTileRows<kRows, int8_t>(a, lda, packed, layout, n, c, ldc, row_begin, row_end,
-                                         col_begin, col_end, wide);
-    default:
-      return GemmTileRows<kRows, float>(a, lda, packed, layout, n, c, ldc, row_begin, row_end,
-                                        col_begin, col_end, wide);
+// The micro-kernel for weights of `type` and tiles of `tile_rows` rows (one
+// of kernels::kGemmTileRows): the one place that picks it. GemmTile calls it
+// through the pointer, so no compiler puts the twelve kernels in one function:
+// binaryen's inliner did (emcc's wasm-opt -O3 inlines a function with one
+// caller whatever its size), and V8 compiled that 58 KB function with its
+// mid-tier register allocator, its float32 tiles 1.45x slower
+// (scripts/wasm_function_sizes.mjs checks the sizes).
+template <class W>
+kernels::GemmTileFn GemmKernelOfRows(size_t tile_rows) {
+  switch (tile_rows) {
+    case 4: return &GemmTileRows<4, W>;
+    case 6: return &GemmTileRows<6, W>;
+    default: return &GemmTileRows<8, W>;
   }
 }
 
-// GemmTileTyped with tile_rows, one of kernels::kGemmTileRows.
-inline void GemmTileWithRows(size_t tile_rows, const float* a, size_t lda, const uint8_t* packed,
-                             const kernels::PanelLayout& layout, size_t n, float* c, size_t ldc,
-                             size_t row_begin, size_t row_end, size_t col_begin, size_t col_end,
-                             float* wide) {
-  switch (tile_rows) {
-    case 4:
-      return GemmTileTyped<4>(a, lda, packed, layout, n, c, ldc, row_begin, row_end, col_begin,
-                              col_end, wide);
-    case 6:
-      return GemmTileTyped<6>(a, lda, packed, layout, n, c, ldc, row_begin, row_end, col_begin,
-                              col_end, wide);
-    default:
-      return GemmTileTyped<8>(a, lda, packed, layout, n, c, ldc, row_begin, row_end, col_begin,
-                              col_end, wide);
+inline kernels::GemmTileFn GemmKernel(kernels::WeightType type, size_t tile_rows) {
+  using kernels::WeightType;
+  switch (type) {
+    case WeightType::kFloat16: return GemmKernelOfRows<Half>(tile_rows);
+    case WeightType::kBFloat16: return GemmKernelOfRows<BFloat16>(tile_rows);
+    case WeightType::kInt8: return GemmKernelOfRows<int8_t>(tile_rows);
+    default: return GemmKernelOfRows<float>(tile_rows);
   }
 }
 

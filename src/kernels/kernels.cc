@@ -65,7 +65,7 @@ namespace mha {
 namespace kernels {
 
 HWY_EXPORT(GemmPanelWidth);
-HWY_EXPORT(GemmTileWithRows);
+HWY_EXPORT(GemmKernel);
 HWY_EXPORT(PreferredGemmTileRows);
 HWY_EXPORT(AttentionScratchSize);
 HWY_EXPORT(Attention);
@@ -118,8 +118,8 @@ const char* GemmTileName(size_t tile_rows) {
 void GemmTile(const float* a, size_t lda, const uint8_t* packed, const PanelLayout& layout,
               size_t n, float* c, size_t ldc, size_t row_begin, size_t row_end, size_t col_begin,
               size_t col_end, float* wide) {
-  HWY_DYNAMIC_DISPATCH(GemmTileWithRows)(GemmTileRows(), a, lda, packed, layout, n, c, ldc,
-                                         row_begin, row_end, col_begin, col_end, wide);
+  const GemmTileFn kernel = HWY_DYNAMIC_DISPATCH(GemmKernel)(layout.type, GemmTileRows());
+  kernel(a, lda, packed, layout, n, c, ldc, row_begin, row_end, col_begin, col_end, wide);
 }
 
 size_t AttentionScratchSize(const AttentionHead& head) {

@@ -45,6 +45,12 @@ void GemmTile(const float* a, size_t lda, const uint8_t* packed, const PanelLayo
               size_t n, float* c, size_t ldc, size_t row_begin, size_t row_end, size_t col_begin,
               size_t col_end, float* wide);
 
+// A typed micro-kernel with GemmTile's arguments (gemm-inl.h's GemmKernel).
+using GemmTileFn = void (*)(const float* a, size_t lda, const uint8_t* packed,
+                            const PanelLayout& layout, size_t n, float* c, size_t ldc,
+                            size_t row_begin, size_t row_end, size_t col_begin, size_t col_end,
+                            float* wide);
+
 // The GEMM register tiles every target compiles, by rows of A: f32_gemm_4x2v,
 // 6x2v, 8x2v (rows of A x vectors of columns of a packed panel).
 constexpr size_t kGemmTileRows[] = {4, 6, 8};
