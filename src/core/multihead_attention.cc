@@ -286,6 +286,22 @@ std::vector<std::string> MultiheadAttention::MissingParameters(
   return missing;
 }
 
+Status MultiheadAttention::CheckQuantizable(const std::string& name, const float* data,
+                                            int64_t size) const {
+  const bool quantized = name == "in_proj_weight" || name == "q_proj_weight" ||
+                         name == "k_proj_weight" || name == "v_proj_weight" ||
+                         name == "out_proj.weight";
+  if (config_.weights_dtype != WeightsDtype::kInt8 || !quantized) return Status::Ok();
+  for (int64_t i = 0; i < size; ++i) {
+    if (!std::isfinite(data[i])) {
+      return Status::InvalidArgument(name + ": element " + std::to_string(i) + " is " +
+                                     std::to_string(data[i]) +
+                                     "; int8 weights must be finite (weights_dtype int8)");
+    }
+  }
+  return Status::Ok();
+}
+
 Status MultiheadAttention::CheckParameter(const std::string& name, const float* data,
                                           const Shape& shape) const {
   std::vector<std::string> names, shapes;  // shapes: those accepted for `name`
@@ -295,7 +311,7 @@ Status MultiheadAttention::CheckParameter(const std::string& name, const float* 
     shapes.push_back(ShapeString(spec.shape));
     if (shape != spec.shape) continue;
     if (data == nullptr) return Status::InvalidArgument(name + ": data is null");
-    return Status::Ok();
+    return CheckQuantizable(name, data, NumElements(shape));
   }
   if (!shapes.empty()) {
     std::string expected = shapes[0];
