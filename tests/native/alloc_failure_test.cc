@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "src/core/kv_cache_internal.h"
 #include "src/kv_cache.h"
 #include "src/multihead_attention.h"
 #include "tests/native/reference.h"
@@ -145,17 +146,50 @@ int FailEachAllocation(const std::function<mha::Status()>& call,
   }
 }
 
-// The same for a call on a cache: its length stays.
+// The bytes of the keys and values a cache holds, slot by slot.
+std::vector<uint8_t> HeldBytes(const mha::KVCache& cache) {
+  const mha::KVRows rows = mha::KVCacheAccess::Read(cache);
+  const bool f32 = rows.storage == mha::kernels::Storage::kFloat32;
+  const size_t element = f32 ? 4 : 2;
+  const auto* keys = f32 ? reinterpret_cast<const uint8_t*>(rows.keys)
+                         : reinterpret_cast<const uint8_t*>(rows.keys16);
+  const auto* values = f32 ? reinterpret_cast<const uint8_t*>(rows.values)
+                           : reinterpret_cast<const uint8_t*>(rows.values16);
+  const mha::HeldSlots held = mha::KVCacheAccess::Held(cache);
+  std::vector<uint8_t> bytes;
+  const auto append = [&](const uint8_t* row, size_t size) {
+    bytes.insert(bytes.end(), row, row + size * element);
+  };
+  for (size_t n = 0; n < static_cast<size_t>(cache.config().batch_size); ++n) {
+    for (size_t g = 0; g < static_cast<size_t>(cache.config().num_kv_heads); ++g) {
+      for (const mha::HeldSlots::Run& run : held.runs) {
+        for (size_t slot = run.first; slot < run.first + run.count; ++slot) {
+          append(keys + (n * rows.k_batch + g * rows.k_head + slot * rows.k_step) * element,
+                 rows.k_step);
+          append(values + (n * rows.v_batch + g * rows.v_head + slot * rows.v_step) * element,
+                 rows.v_step);
+        }
+      }
+    }
+  }
+  return bytes;
+}
+
+// The same for a call on a cache: its length, held count and contents stay.
 int FailEachAllocation(const std::function<mha::Status()>& call, const mha::KVCache& cache) {
-  const int64_t length = cache.length();
-  return FailEachAllocation(call, [&] { EXPECT_EQ(cache.length(), length); });
+  const int64_t length = cache.length(), held = cache.held();
+  const std::vector<uint8_t> bytes = HeldBytes(cache);
+  return FailEachAllocation(call, [&] {
+    EXPECT_EQ(cache.length(), length);
+    EXPECT_EQ(cache.held(), held);
+    EXPECT_TRUE(HeldBytes(cache) == bytes);
+  });
 }
 
 class AllocFailureTest : public ::testing::TestWithParam<KVCacheDtype> {};
 
 // A rolling cache too, its ring full from the second round on: a failed call
-// may have overwritten its oldest keys (no longer held then), which its retry
-// never sees.
+// puts back the oldest keys it overwrote (length, held and contents stay).
 TEST_P(AllocFailureTest, EveryFailedAllocationLeavesModuleAndCacheAsTheyWere) {
   for (const bool rolling : {false, true}) {
     SCOPED_TRACE(rolling ? "rolling" : "full");
@@ -193,33 +227,42 @@ TEST_P(AllocFailureTest, EveryFailedAllocationLeavesModuleAndCacheAsTheyWere) {
 }
 
 // The same for scaled_dot_product_attention on a free-standing cache: a
-// prompt, a decode step and a chunk of 20 (flash), grouped-query heads.
+// prompt, a decode step and a chunk of 20 (flash), grouped-query heads; and
+// on a rolling one (window 8, 27 slots), its ring full from the second round.
 TEST_P(AllocFailureTest, ScaledDotProductAttentionLeavesTheCacheAsItWas) {
-  mha::KVCacheConfig config{1, 2, 8, 8, kMax, GetParam()};
-  std::unique_ptr<mha::KVCache> failing, control;
-  ASSERT_TRUE(mha::KVCache::Create(config, &failing).ok());
-  ASSERT_TRUE(mha::KVCache::Create(config, &control).ok());
-  uint32_t seed = 40;
-  for (int64_t rows : {5, 1, 20}) {
-    SCOPED_TRACE(rows);
-    const std::vector<float> q = RandomVector(4 * rows * 8, seed++), kv = RandomVector(2 * rows * 8, seed++);
-    const TensorView qv{q.data(), {1, 4, rows, 8}}, kvv{kv.data(), {1, 2, rows, 8}};
-    mha::SdpaOptions o;
-    o.enable_gqa = true;
-    o.is_causal = true;
-    mha::Tensor expected, actual;
-    o.cache = control.get();
-    ASSERT_TRUE(mha::ScaledDotProductAttention(qv, kvv, kvv, o, &expected).ok());
-    o.cache = failing.get();
-    const std::function<mha::Status()> run = [&] {
-      actual = mha::Tensor();
-      return mha::ScaledDotProductAttention(qv, kvv, kvv, o, &actual);
-    };
-    EXPECT_GT(FailEachAllocation(run, *failing), 0);
-    ASSERT_FALSE(HasFailure());
-    EXPECT_EQ(failing->length(), control->length());
-    EXPECT_EQ(actual.shape, expected.shape);
-    EXPECT_EQ(actual.data, expected.data);
+  for (const bool rolling : {false, true}) {
+    SCOPED_TRACE(rolling ? "rolling" : "full");
+    mha::KVCacheConfig config{1, 2, 8, 8, rolling ? 27 : kMax, GetParam(), rolling};
+    std::unique_ptr<mha::KVCache> failing, control;
+    ASSERT_TRUE(mha::KVCache::Create(config, &failing).ok());
+    ASSERT_TRUE(mha::KVCache::Create(config, &control).ok());
+    uint32_t seed = 40;
+    // One round; two for the rolling cache, its ring full in the second.
+    const std::vector<int64_t> calls = rolling ? std::vector<int64_t>{5, 1, 20, 5, 1, 20}
+                                               : std::vector<int64_t>{5, 1, 20};
+    for (const int64_t rows : calls) {
+      SCOPED_TRACE(rows);
+      const std::vector<float> q = RandomVector(4 * rows * 8, seed++), kv = RandomVector(2 * rows * 8, seed++);
+      const TensorView qv{q.data(), {1, 4, rows, 8}}, kvv{kv.data(), {1, 2, rows, 8}};
+      mha::SdpaOptions o;
+      o.enable_gqa = true;
+      o.is_causal = true;
+      if (rolling) o.window.left = 7;
+      mha::Tensor expected, actual;
+      o.cache = control.get();
+      ASSERT_TRUE(mha::ScaledDotProductAttention(qv, kvv, kvv, o, &expected).ok());
+      o.cache = failing.get();
+      const std::function<mha::Status()> run = [&] {
+        actual = mha::Tensor();
+        return mha::ScaledDotProductAttention(qv, kvv, kvv, o, &actual);
+      };
+      EXPECT_GT(FailEachAllocation(run, *failing), 0);
+      ASSERT_FALSE(HasFailure());
+      EXPECT_EQ(failing->length(), control->length());
+      EXPECT_EQ(failing->held(), control->held());
+      EXPECT_EQ(actual.shape, expected.shape);
+      EXPECT_EQ(actual.data, expected.data);
+    }
   }
 }
 
