@@ -214,11 +214,14 @@ class MultiheadAttention {
   // Parameters() not covered by the names in `have`.
   std::vector<std::string> MissingParameters(const std::set<std::string>& have) const;
 
-  // Whether LoadParameter would accept this name, shape and data.
+  // Whether LoadParameter would accept this name, shape and data (with
+  // weights_dtype int8: finite projection weights).
   Status CheckParameter(const std::string& name, const float* data, const Shape& shape) const;
 
   // Loads every parameter from the tensors of one attention module, all or
-  // nothing: an error loads nothing. The module is found under
+  // nothing: an error (OutOfMemory too) loads nothing, and outputs and
+  // memory() stay as they were. New weights are allocated before the old
+  // ones are freed unless they have the same types. The module is found under
   // options.prefix in any layout of weight_layouts.h (detected, or forced
   // with options.layout / options.names); tensors it does not use are
   // ignored. In the torch layout, nn.MultiheadAttention names that this
@@ -271,7 +274,9 @@ class MultiheadAttention {
   struct Impl;
   struct Recipes;
   Status Plan(const ShapeMap& tensors, const WeightOptions& options, Recipes* out) const;
-  void LoadNormParameter(const std::string& name, const float* data, int64_t size);
+  // With int8 weights: an error naming the first non-finite element of a
+  // projection weight (int8 cannot hold it). Biases stay float32.
+  Status CheckQuantizable(const std::string& name, const float* data, int64_t size) const;
   // `stored`: the dtype each source tensor has in its file (none: float32),
   // for WeightsDtype::kAuto.
   Status LoadPlanned(const Recipes& recipes, const ShapeMap& shapes,

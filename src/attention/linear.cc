@@ -29,6 +29,10 @@ size_t PackedLinear::ColumnAlignment() const { return kernels::GemmPanelWidth();
 
 void PackedLinear::Reserve() { Packed(); }
 
+bool PackedLinear::reserved() const {
+  return layout_.width == kernels::GemmLayout(layout_.type, in_).width;
+}
+
 const uint8_t* PackedLinear::Packed() {
   const kernels::PanelLayout layout = kernels::GemmLayout(layout_.type, in_);
   if (layout.width != layout_.width) {

@@ -31,6 +31,8 @@ class PackedLinear {
   // Allocates the (zero) weights now. Throws std::bad_alloc; after it, the
   // writes below do not allocate.
   void Reserve();
+  // Whether they are allocated for the current target (Reserve would not allocate).
+  bool reserved() const;
   // Rows [row0, row0 + rows) of W (row r at w + r * in) and of the bias
   // (null: zeros), converted to the type (kernels::PackRows).
   void SetRows(size_t row0, const float* w, size_t rows);

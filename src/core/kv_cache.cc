@@ -228,11 +228,55 @@ void KVCacheAccess::Grow(KVCache& cache, int64_t length) {
   s.length.store(length, std::memory_order_release);
 }
 
-void KVCacheAccess::Abandon(KVCache& cache, int64_t new_keys) {
-  KVCache::State& s = *cache.state_;
-  const int64_t held = s.held.load(std::memory_order_relaxed);
-  const int64_t overwritten = std::max<int64_t>(0, held + new_keys - cache.config_.max_length);
-  s.held.store(held - std::min(held, overwritten), std::memory_order_release);
+namespace {
+
+// Held keys an append of new_keys overwrites: a full rolling ring's oldest.
+size_t Overwritten(const KVCache& cache, int64_t new_keys) {
+  const int64_t excess = cache.held() + new_keys - cache.config().max_length;
+  return cache.config().rolling && excess > 0 ? static_cast<size_t>(excess) : 0;
+}
+
+// Copies the keys and values of the `count` oldest held positions between the
+// storage and `saved` (head by head, keys then values): into `saved` when
+// `save`, else back.
+void CopyOldest(const KVCacheConfig& c, size_t first_slot, size_t count, uint8_t* keys,
+                uint8_t* values, uint8_t* saved, bool save) {
+  const size_t element = ElementSize(c.dtype), max_length = static_cast<size_t>(c.max_length);
+  const size_t heads = static_cast<size_t>(c.batch_size * c.num_kv_heads);
+  for (size_t head = 0; head < heads; ++head) {
+    for (size_t i = 0; i < count; ++i) {
+      const size_t row = head * max_length + (first_slot + i) % max_length;
+      for (const auto& [storage, dim] : {std::make_pair(keys, c.head_dim),
+                                         std::make_pair(values, c.v_head_dim)}) {
+        const size_t bytes = static_cast<size_t>(dim) * element;
+        uint8_t* stored = storage + row * bytes;
+        save ? std::memcpy(saved, stored, bytes) : std::memcpy(stored, saved, bytes);
+        saved += bytes;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void KVCacheAccess::SaveOverwritten(const KVCache& cache, int64_t new_keys,
+                                    AlignedBuffer* saved) {
+  const size_t count = Overwritten(cache, new_keys);
+  if (count == 0) return;
+  const KVCacheConfig& c = cache.config_;
+  const size_t bytes = static_cast<size_t>(c.batch_size * c.num_kv_heads) * count *
+                       static_cast<size_t>(c.head_dim + c.v_head_dim) * ElementSize(c.dtype);
+  uint8_t* to = reinterpret_cast<uint8_t*>(saved->Get((bytes + 3) / 4));
+  const size_t first = static_cast<size_t>(cache.length() - cache.held());
+  CopyOldest(c, first, count, cache.state_->keys.get(), cache.state_->values.get(), to, true);
+}
+
+void KVCacheAccess::Abandon(KVCache& cache, int64_t new_keys, AlignedBuffer* saved) {
+  const size_t count = Overwritten(cache, new_keys);
+  if (count == 0) return;
+  const size_t first = static_cast<size_t>(cache.length() - cache.held());
+  CopyOldest(cache.config_, first, count, cache.state_->keys.get(), cache.state_->values.get(),
+             reinterpret_cast<uint8_t*>(saved->Get(0)), false);
 }
 
 HeldSlots KVCacheAccess::Held(const KVCache& cache) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "hwy/aligned_allocator.h"
+#include "src/attention/aligned_buffer.h"
 #include "src/kernels/kernels.h"
 #include "src/kv_cache.h"
 #include "src/status.h"
@@ -124,11 +125,15 @@ class KVCacheAccess {
   // keys and values. The caller holds the lock.
   static void Grow(KVCache& cache, int64_t length);
 
+  // Before a call that may write new_keys keys: copies the held keys and
+  // values they would overwrite (a full rolling ring's oldest) to `saved`.
+  // Throws std::bad_alloc, the cache unchanged. The caller holds the lock.
+  static void SaveOverwritten(const KVCache& cache, int64_t new_keys, AlignedBuffer* saved);
+
   // After a call that may have written new_keys keys (Write) and then
-  // failed: in a full rolling ring they may have overwritten the oldest held
-  // keys, which are then no longer held (the call's queries never see them;
-  // a truncate back over them becomes an error). Nothing changes otherwise.
-  static void Abandon(KVCache& cache, int64_t new_keys);
+  // failed: puts back what SaveOverwritten saved, so that the cache is as
+  // it was (length, held and contents). Does not allocate.
+  static void Abandon(KVCache& cache, int64_t new_keys, AlignedBuffer* saved);
 
   // The slots of the held positions.
   static HeldSlots Held(const KVCache& cache);

@@ -162,6 +162,7 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionConfig& config)
   m.embed_dim = c.embed_dim;
   m.kdim = c.kdim;
   m.vdim = c.vdim;
+  m.qk_norm_offset = c.qk_norm.weight_offset;
   static std::atomic<uint64_t> next_id{1};
   m.id = next_id.fetch_add(1);
   m.qk = c.num_heads * c.qk_head_dim;
@@ -186,26 +187,10 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionConfig& config)
   // 'auto' keeps float32 until a load says otherwise; nothing is allocated
   // before a load (or a forward, which needs every parameter loaded).
   const kernels::WeightType type = StoredWeightType(c.weights_dtype, kernels::WeightType::kFloat32);
-  m.ResetWeights(type, type);
+  m.weights = m.NewWeights(type, type);
 }
 
 MultiheadAttention::~MultiheadAttention() = default;
-
-void MultiheadAttention::LoadNormParameter(const std::string& name, const float* data,
-                                           int64_t size) {
-  Impl& m = *impl_;
-  const bool q = name[0] == 'q', bias = name.compare(7, 4, "bias") == 0;
-  std::vector<float>& dst =
-      q ? (bias ? m.q_norm_bias : m.q_norm) : (bias ? m.k_norm_bias : m.k_norm);
-  // A weight shared by the heads repeats for each (the kernel reads one per feature).
-  for (size_t at = 0; at < dst.size(); at += static_cast<size_t>(size)) {
-    std::copy(data, data + size, dst.begin() + at);
-  }
-  // Gemma 3 stores w - 1: the weight is w + weight_offset, added once here in float32.
-  if (!bias) {
-    for (float& w : dst) w += config_.qk_norm.weight_offset;
-  }
-}
 
 Status MultiheadAttention::CreateKVCache(int64_t batch_size, int64_t max_length,
                                          KVCacheDtype dtype, bool rolling,
@@ -301,6 +286,22 @@ std::vector<std::string> MultiheadAttention::MissingParameters(
   return missing;
 }
 
+Status MultiheadAttention::CheckQuantizable(const std::string& name, const float* data,
+                                            int64_t size) const {
+  const bool quantized = name == "in_proj_weight" || name == "q_proj_weight" ||
+                         name == "k_proj_weight" || name == "v_proj_weight" ||
+                         name == "out_proj.weight";
+  if (config_.weights_dtype != WeightsDtype::kInt8 || !quantized) return Status::Ok();
+  for (int64_t i = 0; i < size; ++i) {
+    if (!std::isfinite(data[i])) {
+      return Status::InvalidArgument(name + ": element " + std::to_string(i) + " is " +
+                                     std::to_string(data[i]) +
+                                     "; int8 weights must be finite (weights_dtype int8)");
+    }
+  }
+  return Status::Ok();
+}
+
 Status MultiheadAttention::CheckParameter(const std::string& name, const float* data,
                                           const Shape& shape) const {
   std::vector<std::string> names, shapes;  // shapes: those accepted for `name`
@@ -310,7 +311,7 @@ Status MultiheadAttention::CheckParameter(const std::string& name, const float* 
     shapes.push_back(ShapeString(spec.shape));
     if (shape != spec.shape) continue;
     if (data == nullptr) return Status::InvalidArgument(name + ": data is null");
-    return Status::Ok();
+    return CheckQuantizable(name, data, NumElements(shape));
   }
   if (!shapes.empty()) {
     std::string expected = shapes[0];
@@ -328,16 +329,12 @@ Status MultiheadAttention::LoadParameter(const std::string& name, const float* d
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mutex);
   try {
-    m.ReserveWeights();
+    m.weights.Reserve();
+    m.loaded.insert(name);  // written next, which cannot fail
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory(name + ": not enough memory for the weights");
   }
-  if (name.rfind("q_norm.", 0) == 0 || name.rfind("k_norm.", 0) == 0) {
-    LoadNormParameter(name, data, NumElements(shape));
-  } else {
-    m.StoreParameter(name, data);
-  }
-  m.loaded.insert(name);
+  m.StoreParameter(name, data, NumElements(shape), &m.weights);
   return Status::Ok();
 }
 

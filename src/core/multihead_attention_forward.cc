@@ -227,10 +227,12 @@ Status MultiheadAttention::Forward(const TensorView& query, const TensorView& ke
       }
       m.complete = true;
     }
+    KVCache* cache = options.cache;
+    if (cache != nullptr) KVCacheAccess::SaveOverwritten(*cache, plan.attention.S, &m.overwritten);
     try {
       m.Run(config_, plan, query, key, value, options, result, pool);
     } catch (...) {
-      if (options.cache != nullptr) KVCacheAccess::Abandon(*options.cache, plan.attention.S);
+      if (cache != nullptr) KVCacheAccess::Abandon(*cache, plan.attention.S, &m.overwritten);
       throw;
     }
   } catch (const std::bad_alloc&) {

@@ -35,6 +35,23 @@ struct Projections {
 // The type weights are kept in for `dtype`; `stored` for kAuto.
 kernels::WeightType StoredWeightType(WeightsDtype dtype, kernels::WeightType stored);
 
+// The projection weights and biases, held only packed, in their type
+// (linear.h). With kdim == vdim == embed_dim the in-projection lives in
+// qkv_proj, and q_proj, k_proj, v_proj are copies of its rows made when a
+// call first needs them apart (cross-attention); else in those three. One
+// value, so that a load can fill new ones and swap them in only once all is
+// done.
+struct ProjectionWeights {
+  PackedLinear q_proj, k_proj, v_proj, qkv_proj, out_proj;
+  bool split_stale = true;  // q_proj.. no longer match qkv_proj's rows
+
+  // Allocates the weights a load writes (qkv_proj or q, k and v_proj, and
+  // out_proj; throws std::bad_alloc), so that storing them does not allocate.
+  void Reserve();
+  // Whether they are of these types and Reserve would not allocate.
+  bool Reserved(kernels::WeightType in_type, kernels::WeightType out_type) const;
+};
+
 // Parameters, their packed forms and the reusable per-forward buffers.
 struct MultiheadAttention::Impl {
   uint64_t id = 0;  // tells this module's caches from others'
@@ -53,20 +70,14 @@ struct MultiheadAttention::Impl {
   std::set<std::string> loaded;
   bool complete = false;  // every parameter loaded (`loaded` only grows): Forward checks once
 
-  // The projection weights and biases, held only packed, in their type
-  // (linear.h). With kdim == vdim == embed_dim the in-projection lives in
-  // qkv_proj, and q_proj, k_proj, v_proj are copies of its rows made when a
-  // call first needs them apart (cross-attention); else in those three.
-  PackedLinear q_proj, k_proj, v_proj, qkv_proj, out_proj;
-  bool split_stale = true;  // q_proj.. no longer match qkv_proj's rows
+  ProjectionWeights weights;
 
-  // Forgets the weights and keeps them from now on in these types.
-  void ResetWeights(kernels::WeightType in_type, kernels::WeightType out_type);
-  // Allocates every projection's weights (throws std::bad_alloc), so that
-  // StoreParameter does not allocate.
-  void ReserveWeights();
-  // Copies one parameter (checked by CheckParameter) into its place.
-  void StoreParameter(const std::string& name, const float* data);
+  // New weights (nothing allocated) of these types, for this module's shapes.
+  ProjectionWeights NewWeights(kernels::WeightType in_type, kernels::WeightType out_type) const;
+  // Copies one parameter of `size` floats (checked by CheckParameter) into
+  // its place, the projections' into `w` (reserved: this does not allocate).
+  void StoreParameter(const std::string& name, const float* data, int64_t size,
+                      ProjectionWeights* w);
   // Makes q_proj, k_proj, v_proj match qkv_proj's rows (when it holds them).
   void SplitInProjection();
   // Bytes the weights take in their types.
@@ -74,12 +85,14 @@ struct MultiheadAttention::Impl {
 
   std::mutex mutex;  // one Forward at a time: buffers below are shared
   AlignedBuffer qkv, attn, extras, head_weights, scratch;
+  AlignedBuffer overwritten;  // the cache's keys a call may overwrite (KVCacheAccess)
   std::vector<float> kpm_storage, mask_storage, rotary_table;
   std::vector<kernels::AttentionHead> heads;
   std::vector<size_t> live_keys;                // per batch entry
   bool trimmed = false;                         // live_keys stops before some keys
   std::vector<PackedLinear::Block> key_blocks;  // their rows of the key projections
   int64_t embed_dim = 0, kdim = 0, vdim = 0;
+  float qk_norm_offset = 0.0f;  // config.qk_norm.weight_offset
 
   // The forward pass on validated inputs, stage by stage (below). Throws
   // std::bad_alloc when buffers cannot grow, leaving the cache as it was.

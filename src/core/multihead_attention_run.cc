@@ -60,17 +60,17 @@ Projections MultiheadAttention::Impl::Project(const ForwardPlan& plan, const Ten
   };
   Projections p;
   const bool self_attention = S > 0 && query.data == key.data && key.data == value.data &&
-                              query.shape == key.shape && qkv_proj.out() > 0;
+                              query.shape == key.shape && weights.qkv_proj.out() > 0;
   if (self_attention) {
     p.q_ld = p.k_ld = p.v_ld = QK + KK + KV;
     // At least one row, so the K and V offsets stay inside a real buffer when L * N == 0.
     p.q = qkv.Get(std::max<size_t>(L * N, 1) * p.q_ld);
     // Q columns (rounded up to whole panels) for every row, K and V for live keys.
-    const size_t align = qkv_proj.ColumnAlignment();
+    const size_t align = weights.qkv_proj.ColumnAlignment();
     const size_t split = (QK + align - 1) / align * align;
     std::vector<PackedLinear::Block>& blocks = key_rows(split, p.q_ld);
     blocks.push_back({0, L * N, 0, split});
-    qkv_proj.Apply(query.data, E, blocks, p.q, p.q_ld, pool);
+    weights.qkv_proj.Apply(query.data, E, blocks, p.q, p.q_ld, pool);
     p.k = p.q + QK;
     p.v = p.k + KK;
     return p;
@@ -82,10 +82,10 @@ Projections MultiheadAttention::Impl::Project(const ForwardPlan& plan, const Ten
   p.q = qkv.Get(L * N * QK + S * N * (KK + KV) + 1);  // + 1: never null
   p.k = p.q + L * N * QK;
   p.v = p.k + S * N * KK;
-  q_proj.Apply(query.data, E, L * N, p.q, QK, pool);
+  weights.q_proj.Apply(query.data, E, L * N, p.q, QK, pool);
   if (S > 0) {
-    k_proj.Apply(key.data, kdim, key_rows(0, KK), p.k, KK, pool);
-    v_proj.Apply(value.data, vdim, key_rows(0, KV), p.v, KV, pool);
+    weights.k_proj.Apply(key.data, kdim, key_rows(0, KK), p.k, KK, pool);
+    weights.v_proj.Apply(value.data, vdim, key_rows(0, KV), p.v, KV, pool);
   }
   return p;
 }
@@ -192,7 +192,7 @@ void MultiheadAttention::Impl::Finish(const ForwardPlan& plan, const TensorView&
                                       ForwardResult* result, ThreadPool* pool) {
   const AttentionPlan& a = plan.attention;
   const size_t L = a.L, N = a.N, H = a.H, keys = a.Keys();
-  out_proj.Apply(sources.out.base, vv, L * N, result->output.data.data(), embed_dim, pool);
+  weights.out_proj.Apply(sources.out.base, vv, L * N, result->output.data.data(), embed_dim, pool);
   result->output.shape = query.shape;
   const int64_t N64 = int64_t(N), H64 = int64_t(H), L64 = int64_t(L), keys64 = int64_t(keys);
   if (!o.need_weights) {

@@ -97,19 +97,20 @@ kernels::WeightType StoredWeightType(WeightsDtype dtype, kernels::WeightType sto
   }
 }
 
-void MultiheadAttention::Impl::ResetWeights(kernels::WeightType in_type,
-                                            kernels::WeightType out_type) {
+ProjectionWeights MultiheadAttention::Impl::NewWeights(kernels::WeightType in_type,
+                                                      kernels::WeightType out_type) const {
   const size_t E = embed_dim;
   const bool fused = kdim == embed_dim && vdim == embed_dim;
-  qkv_proj.Reset(in_type, fused ? qk + kk + kv : 0, E);
-  q_proj.Reset(in_type, qk, E);
-  k_proj.Reset(in_type, kk, kdim);
-  v_proj.Reset(in_type, kv, vdim);
-  out_proj.Reset(out_type, E, vv);
-  split_stale = true;
+  ProjectionWeights w;
+  w.qkv_proj.Reset(in_type, fused ? qk + kk + kv : 0, E);
+  w.q_proj.Reset(in_type, qk, E);
+  w.k_proj.Reset(in_type, kk, kdim);
+  w.v_proj.Reset(in_type, kv, vdim);
+  w.out_proj.Reset(out_type, E, vv);
+  return w;
 }
 
-void MultiheadAttention::Impl::ReserveWeights() {
+void ProjectionWeights::Reserve() {
   if (qkv_proj.out() > 0) {
     qkv_proj.Reserve();
   } else {
@@ -118,18 +119,27 @@ void MultiheadAttention::Impl::ReserveWeights() {
   out_proj.Reserve();
 }
 
-void MultiheadAttention::Impl::StoreParameter(const std::string& name, const float* data) {
+bool ProjectionWeights::Reserved(kernels::WeightType in_type, kernels::WeightType out_type) const {
+  if (q_proj.type() != in_type || out_proj.type() != out_type || !out_proj.reserved()) {
+    return false;
+  }
+  if (qkv_proj.out() > 0) return qkv_proj.reserved();
+  return q_proj.reserved() && k_proj.reserved() && v_proj.reserved();
+}
+
+void MultiheadAttention::Impl::StoreParameter(const std::string& name, const float* data,
+                                              int64_t size, ProjectionWeights* w) {
   // In-projection rows [row0, row0 + rows) (weights from data, or biases).
   const auto store_in = [&](size_t row0, const float* src, size_t rows, bool bias) {
-    if (qkv_proj.out() > 0) {
-      bias ? qkv_proj.SetBias(row0, src, rows) : qkv_proj.SetRows(row0, src, rows);
-      split_stale = true;
+    if (w->qkv_proj.out() > 0) {
+      bias ? w->qkv_proj.SetBias(row0, src, rows) : w->qkv_proj.SetRows(row0, src, rows);
+      w->split_stale = true;
       return;
     }
     // Apart: each of q, k, v takes its rows of [row0, row0 + rows) (the
     // rows of a weight lie in one of them: in_proj_weight loads only fused).
     size_t begin = 0;
-    for (PackedLinear* p : {&q_proj, &k_proj, &v_proj}) {
+    for (PackedLinear* p : {&w->q_proj, &w->k_proj, &w->v_proj}) {
       const size_t end = begin + p->out();
       const size_t lo = std::max(row0, begin), hi = std::min(row0 + rows, end);
       if (lo < hi && bias) p->SetBias(lo - begin, src + (lo - row0), hi - lo);
@@ -146,9 +156,20 @@ void MultiheadAttention::Impl::StoreParameter(const std::string& name, const flo
   } else if (name == "in_proj_bias") {
     store_in(0, data, qk + kk + kv, true);
   } else if (name == "out_proj.weight") {
-    out_proj.SetRows(0, data, embed_dim);
+    w->out_proj.SetRows(0, data, embed_dim);
   } else if (name == "out_proj.bias") {
-    out_proj.SetBias(0, data, embed_dim);
+    w->out_proj.SetBias(0, data, embed_dim);
+  } else if (name.rfind("q_norm.", 0) == 0 || name.rfind("k_norm.", 0) == 0) {
+    const bool q = name[0] == 'q', bias = name.compare(7, 4, "bias") == 0;
+    std::vector<float>& dst = q ? (bias ? q_norm_bias : q_norm) : (bias ? k_norm_bias : k_norm);
+    // A weight shared by the heads repeats for each (the kernel reads one per feature).
+    for (size_t at = 0; at < dst.size(); at += static_cast<size_t>(size)) {
+      std::copy(data, data + size, dst.begin() + at);
+    }
+    // Gemma 3 stores w - 1: the weight is w + weight_offset, added once here in float32.
+    if (!bias) {
+      for (float& x : dst) x += qk_norm_offset;
+    }
   } else {
     std::vector<float>& dst = name == "bias_k" ? bias_k : name == "bias_v" ? bias_v : sinks;
     std::copy(data, data + dst.size(), dst.begin());
@@ -156,17 +177,19 @@ void MultiheadAttention::Impl::StoreParameter(const std::string& name, const flo
 }
 
 void MultiheadAttention::Impl::SplitInProjection() {
-  if (qkv_proj.out() == 0 || !split_stale) return;
-  q_proj.CopyRows(qkv_proj, 0);
-  k_proj.CopyRows(qkv_proj, qk);
-  v_proj.CopyRows(qkv_proj, qk + kk);
-  split_stale = false;
+  ProjectionWeights& w = weights;
+  if (w.qkv_proj.out() == 0 || !w.split_stale) return;
+  w.q_proj.CopyRows(w.qkv_proj, 0);
+  w.k_proj.CopyRows(w.qkv_proj, qk);
+  w.v_proj.CopyRows(w.qkv_proj, qk + kk);
+  w.split_stale = false;
 }
 
 size_t MultiheadAttention::Impl::WeightBytes() const {
   size_t bytes = (bias_k.size() + bias_v.size() + sinks.size() + q_norm.size() + k_norm.size() +
                   q_norm_bias.size() + k_norm_bias.size()) * sizeof(float);
-  for (const PackedLinear* p : {&q_proj, &k_proj, &v_proj, &qkv_proj, &out_proj}) {
+  for (const PackedLinear* p : {&weights.q_proj, &weights.k_proj, &weights.v_proj,
+                                &weights.qkv_proj, &weights.out_proj}) {
     bytes += p->bytes();
   }
   return bytes;
@@ -208,27 +231,36 @@ Status MultiheadAttention::LoadPlanned(const Recipes& recipes, const ShapeMap& s
   if (!missing.empty()) {
     return Status::InvalidArgument("state_dict: missing parameters: " + JoinNames(missing));
   }
-  // The weights' types (kAuto: as stored); a change forgets the old weights,
-  // all of which this load replaces.
+  // The weights' types (kAuto: as stored).
   std::vector<const ParameterRecipe*> in, out;
   for (const ParameterRecipe& recipe : recipes.list) {
     if (IsInWeight(recipe.name)) in.push_back(&recipe);
     if (recipe.name == "out_proj.weight") out.push_back(&recipe);
   }
+  const kernels::WeightType in_type =
+      StoredWeightType(config_.weights_dtype, StoredType(in, stored));
+  const kernels::WeightType out_type =
+      StoredWeightType(config_.weights_dtype, StoredType(out, stored));
   Impl& m = *impl_;
-  {
-    std::lock_guard<std::mutex> lock(m.mutex);
-    const kernels::WeightType in_type =
-        StoredWeightType(config_.weights_dtype, StoredType(in, stored));
-    const kernels::WeightType out_type =
-        StoredWeightType(config_.weights_dtype, StoredType(out, stored));
-    if (in_type != m.q_proj.type() || out_type != m.out_proj.type()) {
-      m.ResetWeights(in_type, out_type);
-    }
+  std::lock_guard<std::mutex> lock(m.mutex);
+  // All or nothing: everything that allocates comes first (throwing
+  // std::bad_alloc with the module unchanged), then the writes, which
+  // cannot fail. This load replaces every weight: into new ones, swapped in
+  // at the end, unless the module's are of these types and allocated (so a
+  // failure keeps the old ones, and a reload needs no second copy).
+  const bool fresh = !m.weights.Reserved(in_type, out_type);
+  ProjectionWeights staged;
+  if (fresh) {
+    staged = m.NewWeights(in_type, out_type);
+    staged.Reserve();
   }
+  std::set<std::string> loaded = m.loaded;
+  for (const auto& [name, tensor] : params) loaded.insert(name);
   for (const auto& [name, tensor] : params) {
-    MHA_RETURN_IF_ERROR(LoadParameter(name, tensor.data, tensor.shape));
+    m.StoreParameter(name, tensor.data, NumElements(tensor.shape), fresh ? &staged : &m.weights);
   }
+  if (fresh) m.weights = std::move(staged);
+  m.loaded.swap(loaded);
   return Status::Ok();
 }
 

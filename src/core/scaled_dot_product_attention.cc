@@ -230,10 +230,13 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
     MHA_RETURN_IF_ERROR(CheckMaskAndOutput(query, value, options, &d, &out_shape));
     output->shape = out_shape;
     const AttentionPlan plan = Plan(d, options);
+    KVCache* cache = options.cache;
+    AlignedBuffer overwritten;  // the cache's keys the call may overwrite
+    if (cache != nullptr) KVCacheAccess::SaveOverwritten(*cache, plan.S, &overwritten);
     try {
       Run(plan, d, query, key, value, options, output, pool);
     } catch (...) {
-      if (options.cache != nullptr) KVCacheAccess::Abandon(*options.cache, plan.S);
+      if (cache != nullptr) KVCacheAccess::Abandon(*cache, plan.S, &overwritten);
       throw;
     }
   } catch (const std::bad_alloc&) {

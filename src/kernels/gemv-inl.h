@@ -130,7 +130,8 @@ inline size_t QuantizedRowSize(size_t k) {
 }
 
 // a (k floats) quantized into `scratch` (QuantizedRowSize(k) floats): per
-// block, q = round(x / s) with s = max |x| / 32767 (0 for a block of zeros).
+// block, q = round(x / s) with s = max |x| / 32767 (0 for a block of zeros),
+// for any finite max (s is then a float: subnormal below max ~3.9e-34).
 // A block holding an infinity or NaN gets a NaN scale, so that its outputs
 // are NaN.
 inline QuantizedRow QuantizeRow(const float* HWY_RESTRICT a, size_t k, float* HWY_RESTRICT scratch) {
@@ -156,17 +157,23 @@ inline QuantizedRow QuantizeRow(const float* HWY_RESTRICT a, size_t k, float* HW
       bad += a[i] * 0.0f;
     }
     scale[b0 / block] = m / 32767.0f + bad;
-    const float inverse = m > 0.0f && bad == 0.0f ? 32767.0f / m : 0.0f;
+    // 32767 / m overflows below m = 32767 / FLT_MAX (~9.6e-35), and every
+    // value would saturate: such a block is first scaled up by 2^100,
+    // exactly (a power of two; its values are below 2^-100), so that q is
+    // the same as in exact arithmetic, on every target.
+    const float up = m < 0x1p-100f ? 0x1p100f : 1.0f;
+    const float inverse = m > 0.0f && bad == 0.0f ? 32767.0f / (m * up) : 0.0f;
     i = b0;
     const hn::Rebind<int16_t, decltype(d)> d16;
     const hn::Rebind<int16_t, decltype(d1)> d16_1;
     for (; i + lanes <= end; i += lanes) {
-      const auto x = hn::NearestInt(hn::Mul(hn::LoadU(d, a + i), hn::Set(d, inverse)));
-      hn::StoreU(hn::DemoteTo(d16, x), d16, q + i);
+      const auto x = hn::Mul(hn::LoadU(d, a + i), hn::Set(d, up));
+      hn::StoreU(hn::DemoteTo(d16, hn::NearestInt(hn::Mul(x, hn::Set(d, inverse)))), d16, q + i);
     }
     for (; i < end; ++i) {
-      const auto x = hn::NearestInt(hn::Mul(hn::LoadU(d1, a + i), hn::Set(d1, inverse)));
-      hn::StoreU(hn::DemoteTo(d16_1, x), d16_1, q + i);
+      const auto x = hn::Mul(hn::LoadU(d1, a + i), hn::Set(d1, up));
+      hn::StoreU(hn::DemoteTo(d16_1, hn::NearestInt(hn::Mul(x, hn::Set(d1, inverse)))), d16_1,
+                 q + i);
     }
   }
   if (k % 2 != 0) q[k] = 0;

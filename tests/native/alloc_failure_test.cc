@@ -1,20 +1,25 @@
 // Every allocation a decoding call makes (module and SDPA), failed one at a
 // time: the call returns OutOfMemory and leaves module and cache as they
 // were (DESIGN.md, "Decoding": on any error the cache is left as it was),
-// and the next call gives exactly what a twin that never failed gives.
+// and the next call gives exactly what a twin that never failed gives. The
+// same for every allocation of a load: the weights stay as they were.
 //
 // This binary replaces the global operator new (plain and aligned; the
 // core's AlignedBuffer uses the aligned one), so that the k-th allocation
 // after g_allocations_left = k fails.
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <new>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "src/core/kv_cache_internal.h"
 #include "src/kv_cache.h"
 #include "src/multihead_attention.h"
 #include "tests/native/reference.h"
@@ -119,12 +124,12 @@ mha::Status RunCall(Twin& t, const Call& call, const TensorView& x, mha::Forward
 }
 
 // Runs `call` with its first, second, ... allocation failing until it
-// succeeds; each failure must be OutOfMemory and leave the cache's length.
-// Returns the failures.
-int FailEachAllocation(const std::function<mha::Status()>& call, const mha::KVCache& cache) {
+// succeeds; each failure must be OutOfMemory and pass `expect_unchanged`
+// (run with no allocation failing). Returns the failures.
+int FailEachAllocation(const std::function<mha::Status()>& call,
+                       const std::function<void()>& expect_unchanged) {
   int failures = 0;
   for (long k = 0;; ++k) {
-    const int64_t length = cache.length();
     g_allocations_left = k;
     const mha::Status status = call();
     const bool failed = g_allocations_left.exchange(-1) < 0;
@@ -133,18 +138,58 @@ int FailEachAllocation(const std::function<mha::Status()>& call, const mha::KVCa
       return failures;
     }
     ++failures;
-    EXPECT_TRUE(failed) << status.message();
-    EXPECT_EQ(status.code(), mha::StatusCode::kOutOfMemory) << status.message();
-    EXPECT_EQ(cache.length(), length) << "allocation " << k << ": " << status.message();
+    SCOPED_TRACE("allocation " + std::to_string(k) + " failed: " + status.message());
+    EXPECT_TRUE(failed);
+    EXPECT_EQ(status.code(), mha::StatusCode::kOutOfMemory);
+    expect_unchanged();
     if (k >= 1000 || ::testing::Test::HasFailure()) return failures;
   }
+}
+
+// The bytes of the keys and values a cache holds, slot by slot.
+std::vector<uint8_t> HeldBytes(const mha::KVCache& cache) {
+  const mha::KVRows rows = mha::KVCacheAccess::Read(cache);
+  const bool f32 = rows.storage == mha::kernels::Storage::kFloat32;
+  const size_t element = f32 ? 4 : 2;
+  const auto* keys = f32 ? reinterpret_cast<const uint8_t*>(rows.keys)
+                         : reinterpret_cast<const uint8_t*>(rows.keys16);
+  const auto* values = f32 ? reinterpret_cast<const uint8_t*>(rows.values)
+                           : reinterpret_cast<const uint8_t*>(rows.values16);
+  const mha::HeldSlots held = mha::KVCacheAccess::Held(cache);
+  std::vector<uint8_t> bytes;
+  const auto append = [&](const uint8_t* row, size_t size) {
+    bytes.insert(bytes.end(), row, row + size * element);
+  };
+  for (size_t n = 0; n < static_cast<size_t>(cache.config().batch_size); ++n) {
+    for (size_t g = 0; g < static_cast<size_t>(cache.config().num_kv_heads); ++g) {
+      for (const mha::HeldSlots::Run& run : held.runs) {
+        for (size_t slot = run.first; slot < run.first + run.count; ++slot) {
+          append(keys + (n * rows.k_batch + g * rows.k_head + slot * rows.k_step) * element,
+                 rows.k_step);
+          append(values + (n * rows.v_batch + g * rows.v_head + slot * rows.v_step) * element,
+                 rows.v_step);
+        }
+      }
+    }
+  }
+  return bytes;
+}
+
+// The same for a call on a cache: its length, held count and contents stay.
+int FailEachAllocation(const std::function<mha::Status()>& call, const mha::KVCache& cache) {
+  const int64_t length = cache.length(), held = cache.held();
+  const std::vector<uint8_t> bytes = HeldBytes(cache);
+  return FailEachAllocation(call, [&] {
+    EXPECT_EQ(cache.length(), length);
+    EXPECT_EQ(cache.held(), held);
+    EXPECT_TRUE(HeldBytes(cache) == bytes);
+  });
 }
 
 class AllocFailureTest : public ::testing::TestWithParam<KVCacheDtype> {};
 
 // A rolling cache too, its ring full from the second round on: a failed call
-// may have overwritten its oldest keys (no longer held then), which its retry
-// never sees.
+// puts back the oldest keys it overwrote (length, held and contents stay).
 TEST_P(AllocFailureTest, EveryFailedAllocationLeavesModuleAndCacheAsTheyWere) {
   for (const bool rolling : {false, true}) {
     SCOPED_TRACE(rolling ? "rolling" : "full");
@@ -182,33 +227,168 @@ TEST_P(AllocFailureTest, EveryFailedAllocationLeavesModuleAndCacheAsTheyWere) {
 }
 
 // The same for scaled_dot_product_attention on a free-standing cache: a
-// prompt, a decode step and a chunk of 20 (flash), grouped-query heads.
+// prompt, a decode step and a chunk of 20 (flash), grouped-query heads; and
+// on a rolling one (window 8, 27 slots), its ring full from the second round.
 TEST_P(AllocFailureTest, ScaledDotProductAttentionLeavesTheCacheAsItWas) {
-  mha::KVCacheConfig config{1, 2, 8, 8, kMax, GetParam()};
-  std::unique_ptr<mha::KVCache> failing, control;
-  ASSERT_TRUE(mha::KVCache::Create(config, &failing).ok());
-  ASSERT_TRUE(mha::KVCache::Create(config, &control).ok());
-  uint32_t seed = 40;
-  for (int64_t rows : {5, 1, 20}) {
-    SCOPED_TRACE(rows);
-    const std::vector<float> q = RandomVector(4 * rows * 8, seed++), kv = RandomVector(2 * rows * 8, seed++);
-    const TensorView qv{q.data(), {1, 4, rows, 8}}, kvv{kv.data(), {1, 2, rows, 8}};
-    mha::SdpaOptions o;
-    o.enable_gqa = true;
-    o.is_causal = true;
-    mha::Tensor expected, actual;
-    o.cache = control.get();
-    ASSERT_TRUE(mha::ScaledDotProductAttention(qv, kvv, kvv, o, &expected).ok());
-    o.cache = failing.get();
-    const std::function<mha::Status()> run = [&] {
-      actual = mha::Tensor();
-      return mha::ScaledDotProductAttention(qv, kvv, kvv, o, &actual);
+  for (const bool rolling : {false, true}) {
+    SCOPED_TRACE(rolling ? "rolling" : "full");
+    mha::KVCacheConfig config{1, 2, 8, 8, rolling ? 27 : kMax, GetParam(), rolling};
+    std::unique_ptr<mha::KVCache> failing, control;
+    ASSERT_TRUE(mha::KVCache::Create(config, &failing).ok());
+    ASSERT_TRUE(mha::KVCache::Create(config, &control).ok());
+    uint32_t seed = 40;
+    // One round; two for the rolling cache, its ring full in the second.
+    const std::vector<int64_t> calls = rolling ? std::vector<int64_t>{5, 1, 20, 5, 1, 20}
+                                               : std::vector<int64_t>{5, 1, 20};
+    for (const int64_t rows : calls) {
+      SCOPED_TRACE(rows);
+      const std::vector<float> q = RandomVector(4 * rows * 8, seed++), kv = RandomVector(2 * rows * 8, seed++);
+      const TensorView qv{q.data(), {1, 4, rows, 8}}, kvv{kv.data(), {1, 2, rows, 8}};
+      mha::SdpaOptions o;
+      o.enable_gqa = true;
+      o.is_causal = true;
+      if (rolling) o.window.left = 7;
+      mha::Tensor expected, actual;
+      o.cache = control.get();
+      ASSERT_TRUE(mha::ScaledDotProductAttention(qv, kvv, kvv, o, &expected).ok());
+      o.cache = failing.get();
+      const std::function<mha::Status()> run = [&] {
+        actual = mha::Tensor();
+        return mha::ScaledDotProductAttention(qv, kvv, kvv, o, &actual);
+      };
+      EXPECT_GT(FailEachAllocation(run, *failing), 0);
+      ASSERT_FALSE(HasFailure());
+      EXPECT_EQ(failing->length(), control->length());
+      EXPECT_EQ(failing->held(), control->held());
+      EXPECT_EQ(actual.shape, expected.shape);
+      EXPECT_EQ(actual.data, expected.data);
+    }
+  }
+}
+
+// Parameters by state_dict name.
+using Params = std::map<std::string, std::vector<float>>;
+
+Params RandomParams(const mha::MultiheadAttention& m, uint32_t seed) {
+  Params params;
+  for (const mha::ParameterSpec& spec : m.Parameters()) {
+    params[spec.name] = RandomVector(static_cast<size_t>(mha::NumElements(spec.shape)), seed++);
+  }
+  return params;
+}
+
+// `params` in the module's shapes.
+std::map<std::string, TensorView> StateDict(const mha::MultiheadAttention& m,
+                                            const Params& params) {
+  std::map<std::string, TensorView> tensors;
+  for (const mha::ParameterSpec& spec : m.Parameters()) {
+    tensors[spec.name] = {params.at(spec.name).data(), spec.shape};
+  }
+  return tensors;
+}
+
+// One .safetensors file per entry of `shards`, each holding those parameters:
+// weights (2-D) as `matrices` ("F32", or "BF16": the top half of each
+// float's bits), the rest F32.
+std::vector<std::vector<uint8_t>> SafetensorsShards(const mha::MultiheadAttention& m,
+                                                    const Params& params,
+                                                    const std::string& matrices,
+                                                    const std::vector<std::set<std::string>>& shards) {
+  std::vector<std::vector<uint8_t>> files;
+  for (const std::set<std::string>& names : shards) {
+    std::string header = "{";
+    std::vector<uint8_t> data;
+    for (const mha::ParameterSpec& spec : m.Parameters()) {
+      if (names.count(spec.name) == 0) continue;
+      const bool half = spec.shape.size() == 2 && matrices == "BF16";
+      const size_t begin = data.size();
+      for (float x : params.at(spec.name)) {
+        uint32_t bits;
+        std::memcpy(&bits, &x, sizeof(bits));
+        for (int byte = half ? 2 : 0; byte < 4; ++byte) data.push_back(uint8_t(bits >> (8 * byte)));
+      }
+      header += std::string(header.size() > 1 ? "," : "") + "\"" + spec.name + "\":{\"dtype\":\"" +
+                (half ? "BF16" : "F32") + "\",\"shape\":[";
+      for (size_t i = 0; i < spec.shape.size(); ++i) {
+        header += (i ? "," : "") + std::to_string(spec.shape[i]);
+      }
+      header += "],\"data_offsets\":[" + std::to_string(begin) + "," +
+                std::to_string(data.size()) + "]}";
+    }
+    header += "}";
+    std::vector<uint8_t> file(8);
+    for (int i = 0; i < 8; ++i) file[i] = uint8_t(uint64_t{header.size()} >> (8 * i));
+    file.insert(file.end(), header.begin(), header.end());
+    file.insert(file.end(), data.begin(), data.end());
+    files.push_back(std::move(file));
+  }
+  return files;
+}
+
+// Loads are all or nothing (multihead_attention.h: "an error loads
+// nothing"): each allocation of a load failed in turn leaves the module's
+// outputs bit for bit and its memory() as they were, fused (in_proj_weight)
+// and split (kdim != embed_dim), for a first load, a reload of the same
+// dtype, a dtype change (float32 -> bfloat16 -> float32) and shards.
+TEST(AllocFailureLoadTest, EveryFailedAllocationLeavesTheWeightsAsTheyWere) {
+  for (const int64_t kdim : {kE, int64_t{12}}) {
+    SCOPED_TRACE(kdim == kE ? "fused" : "split (kdim = vdim = 12)");
+    mha::MultiheadAttentionConfig c;
+    c.embed_dim = kE;
+    c.num_heads = kH;
+    c.kdim = kdim;
+    c.vdim = kdim;
+    std::unique_ptr<mha::MultiheadAttention> m;
+    ASSERT_TRUE(mha::MultiheadAttention::Create(c, &m).ok());
+    const std::vector<float> q = RandomVector(3 * kE, 60), kv = RandomVector(5 * kdim, 61);
+    const auto run = [&](mha::ForwardResult* result) {
+      mha::ForwardOptions o;
+      o.need_weights = false;
+      return m->Forward({q.data(), {3, kE}}, {kv.data(), {5, kdim}}, {kv.data(), {5, kdim}}, o,
+                        result);
     };
-    EXPECT_GT(FailEachAllocation(run, *failing), 0);
-    ASSERT_FALSE(HasFailure());
-    EXPECT_EQ(failing->length(), control->length());
-    EXPECT_EQ(actual.shape, expected.shape);
-    EXPECT_EQ(actual.data, expected.data);
+    // Before the first load: parameters not loaded, and no memory.
+    mha::ForwardResult before;
+    mha::Status forward = run(&before);
+    size_t memory = m->memory();
+    const auto expect_unchanged = [&] {
+      EXPECT_EQ(m->memory(), memory);
+      mha::ForwardResult after;
+      const mha::Status status = run(&after);
+      EXPECT_EQ(status.code(), forward.code()) << status.message();
+      EXPECT_EQ(after.output.data, before.output.data);
+    };
+    const Params a = RandomParams(*m, 70), b = RandomParams(*m, 80), c16 = RandomParams(*m, 90),
+                 d = RandomParams(*m, 100);
+    std::set<std::string> all, first, second;
+    for (const mha::ParameterSpec& spec : m->Parameters()) {
+      all.insert(spec.name);
+      (first.size() <= second.size() ? first : second).insert(spec.name);
+    }
+    const std::vector<uint8_t> bf16 = SafetensorsShards(*m, c16, "BF16", {all})[0];
+    const std::vector<std::vector<uint8_t>> shards = SafetensorsShards(*m, d, "F32", {first, second});
+    mha::SafetensorsFile sharded;
+    ASSERT_TRUE(mha::ParseSafetensorsShards({{shards[0].data(), shards[0].size(), shards[0].size()},
+                                             {shards[1].data(), shards[1].size(), shards[1].size()}},
+                                            &sharded).ok());
+    // The calls below allocate nothing before the load's own allocations.
+    const std::map<std::string, TensorView> dict_a = StateDict(*m, a), dict_b = StateDict(*m, b);
+    const std::pair<const char*, std::function<mha::Status()>> loads[] = {
+        {"first load", [&] { return m->LoadStateDict(dict_a); }},
+        {"reload, same dtype", [&] { return m->LoadStateDict(dict_b); }},
+        {"bfloat16 file (a dtype change)", [&] { return m->LoadSafetensors(bf16.data(), bf16.size()); }},
+        {"float32 shards (a dtype change)", [&] { return m->LoadSafetensors(sharded); }}};
+    for (const auto& [name, load] : loads) {
+      SCOPED_TRACE(name);
+      EXPECT_GT(FailEachAllocation(load, expect_unchanged), 0);
+      ASSERT_FALSE(HasFailure());
+      mha::ForwardResult after;
+      forward = run(&after);
+      ASSERT_TRUE(forward.ok()) << forward.message();
+      EXPECT_NE(after.output.data, before.output.data);
+      before = after;
+      memory = m->memory();
+    }
   }
 }
 

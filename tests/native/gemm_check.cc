@@ -119,6 +119,45 @@ std::string CheckInt8NonFinite() {
   return "";
 }
 
+// int8's GEMV rows (one or two) of tiny values, down to subnormals: n * 2^e
+// with integers |n| <= 64 and 32767 * 2^e the largest of each block of
+// kInt8ActivationBlock inputs, so that they quantize to n exactly with scale
+// 2^e, and the weights' int8 form is exact too (QuantizableWeights): every
+// output is then the exact sum rounded once, on every target. 32767 / max
+// overflows float below 2^-114 or so: every value then saturated, and
+// targets differed in the bits (inf * 0 for zeros).
+std::string CheckInt8TinyRows() {
+  namespace k = mha::kernels;
+  const size_t n = 5, depth = k::kInt8ActivationBlock + 44;
+  const std::vector<float> b = QuantizableWeights(n, depth), bias(n, 0.0f);
+  for (int e : {-20, -100, -129, -140, -149}) {
+    for (size_t m : {1, 2}) {
+      std::vector<float> a = RandomVector(m * depth, 6);
+      std::vector<double> ints(a.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        ints[i] = i % depth % k::kInt8ActivationBlock == 0 ? 32767.0 : std::nearbyint(a[i] * 64);
+        a[i] = static_cast<float>(std::ldexp(ints[i], e));
+      }
+      const std::vector<float> c = PackedGemm(k::WeightType::kInt8, a, b, bias, m, n, depth);
+      for (size_t row = 0; row < m; ++row) {
+        for (size_t j = 0; j < n; ++j) {
+          double sum = 0.0;  // exact: integers below 2^53
+          for (size_t i = 0; i < depth; ++i) sum += ints[row * depth + i] * (b[j * depth + i] * 128);
+          const float expected = static_cast<float>(std::ldexp(sum, e - 7));
+          if (c[row * (n + 1) + j] != expected) {
+            return "int8, row of max 32767 * 2^" + std::to_string(e) + ", " + std::to_string(m) +
+                   " rows: output [" + std::to_string(row) + ", " + std::to_string(j) + "] = " +
+                   std::to_string(c[row * (n + 1) + j] / std::ldexp(1.0, e - 7)) + " * 2^" +
+                   std::to_string(e - 7) + ", expected " + std::to_string(sum) + " * 2^" +
+                   std::to_string(e - 7);
+          }
+        }
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string CheckGemmTile(size_t tile_rows) {
@@ -147,6 +186,7 @@ std::string CheckGemmTile(size_t tile_rows) {
     if (!error.empty()) break;
   }
   if (error.empty()) error = CheckInt8NonFinite();
+  if (error.empty()) error = CheckInt8TinyRows();
   k::SetGemmTileRows(0);
   return error;
 }

@@ -251,5 +251,51 @@ TEST(WeightsDtype, UnknownValueIsAnError) {
   EXPECT_NE(s.message().find("weights_dtype"), std::string::npos) << s.message();
 }
 
+// int8 cannot hold a NaN or an infinity (DESIGN.md: quantized weights refuse
+// non-finite values at load): LoadStateDict and LoadParameter refuse one in
+// any weight it quantizes, naming the parameter, the flat index and the
+// value, and leave the module as it was. float32 loads it (NaN spreads).
+TEST(WeightsDtype, Int8RefusesANonFiniteWeight) {
+  for (const Case& test : Cases()) {
+    SCOPED_TRACE(test.name);
+    MultiheadAttentionConfig c = test.config;
+    c.weights_dtype = WeightsDtype::kInt8;
+    std::unique_ptr<MultiheadAttention> m, f32;
+    ASSERT_OK(MultiheadAttention::Create(c, &m));
+    ASSERT_OK(MultiheadAttention::Create(test.config, &f32));
+    const Params params = MakeParams(*m);
+    ASSERT_OK(m->LoadStateDict(Views(*m, params)));
+    const std::vector<float> x = RandomVector(3 * c.embed_dim, 7);
+    const mha::TensorView q{x.data(), {3, c.embed_dim}};
+    const std::vector<float> kv = RandomVector(3 * std::max(m->config().kdim, m->config().vdim), 8);
+    const mha::TensorView k{kv.data(), {3, m->config().kdim}}, v{kv.data(), {3, m->config().vdim}};
+    mha::ForwardOptions o;
+    o.need_weights = false;
+    mha::ForwardResult before, after;
+    ASSERT_OK(m->Forward(q, k, v, o, &before));
+    const size_t memory = m->memory();
+    for (const mha::ParameterSpec& spec : m->Parameters()) {
+      if (spec.shape.size() != 2) continue;  // biases stay float32
+      for (const float bad : {NAN, INFINITY, -INFINITY}) {
+        Params broken = params;
+        const size_t index = broken[spec.name].size() / 2 + 5;
+        broken[spec.name][index] = bad;
+        const std::string expected = spec.name + ": element " + std::to_string(index) + " is " +
+                                     std::to_string(bad) + "; int8 weights must be finite";
+        for (const mha::Status& s :
+             {m->LoadStateDict(Views(*m, broken)),
+              m->LoadParameter(spec.name, broken[spec.name].data(), spec.shape)}) {
+          EXPECT_EQ(s.code(), mha::StatusCode::kInvalidArgument);
+          EXPECT_NE(s.message().find(expected), std::string::npos) << s.message();
+        }
+        EXPECT_EQ(m->memory(), memory);
+        ASSERT_OK(m->Forward(q, k, v, o, &after));
+        EXPECT_EQ(after.output.data, before.output.data);
+        ASSERT_OK(f32->LoadStateDict(Views(*f32, broken)));
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mha_test
