@@ -36,7 +36,7 @@ window.app = loadMHA(window.mhaOptions).then((lib) => ({
       in_proj_weight: random([3 * E, E], 1), in_proj_bias: random([3 * E], 2),
       'out_proj.weight': random([E, E], 3), 'out_proj.bias': random([E], 4),
     });
-    const x = random([2048, 1, E], 5);
+    const x = random([3072, 1, E], 5);  // long enough (>= 100 ms) in every browser
     let ticks = 0;
     const timer = setInterval(() => { ticks++; }, 10);
     const start = performance.now();
