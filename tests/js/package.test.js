@@ -85,6 +85,19 @@ describe('npm pack tarball in an empty project', () => {
     assert.equal(exports.node.default, './web/src/index.js');
   });
 
+  // What a page with a Content-Security-Policy but no 'unsafe-eval' refuses: a call of eval,
+  // and the global Function other than after instanceof (called, with new, or handed on as
+  // Embind's new_(Function, ...) does), in any script the package ships.
+  test('no script in the package evaluates a string', () => {
+    const installed = join(project, 'node_modules', 'mha-wasm');
+    const scripts = readdirSync(installed, { recursive: true }).filter((f) => /\.[cm]?js$/.test(f));
+    assert.ok(scripts.includes('dist/mha-simd.mjs') && scripts.includes('dist/node/mha-simd.mjs'));
+    const evaluation = /(?<![\w$.])eval\s*\(|(?<!instanceof\s)(?<![\w$."'`])Function(?![\w$])/g;
+    const found = scripts.flatMap((file) => [...readFileSync(join(installed, file), 'utf8').matchAll(evaluation)]
+      .map(({ index, input }) => `${file}: ${input.slice(index - 20, index + 40)}`));
+    assert.deepEqual(found, []);
+  });
+
   test("README quickstart runs as written with import { loadMHA } from 'mha-wasm'", () => {
     writeFileSync(join(project, 'quickstart.mjs'), readmeBlock('// quickstart.mjs'));
     const stdout = run('node', ['quickstart.mjs'], project);
