@@ -41,16 +41,21 @@ export function injectInto(html, extra) {
 
 // root: the folder served; servedDirs: when given, only these top-level folders are reachable;
 // startPage: where / redirects to (default: /index.html is served); cdn: send CDN_HEADERS;
-// inject: HTML put at the start of every .html page, after its doctype (the browser tests' agent).
+// inject: HTML put at the start of every .html page, after its doctype (the browser tests' agent);
+// csp: { policy, exempt }: every response but those of the URL paths in `exempt` carries
+// `Content-Security-Policy: policy` (scripts and workers too, as a site-wide header does), and
+// `inject` goes only into the exempt pages (a policy page would refuse the agent).
 export function createStaticServer(root, {
-  isolated = true, servedDirs = null, startPage = null, cdn = false, inject = null,
+  isolated = true, servedDirs = null, startPage = null, cdn = false, inject = null, csp = null,
 } = {}) {
-  function headersFor(path) {
+  const underPolicy = (urlPath) => csp !== null && !csp.exempt.includes(urlPath);
+  function headersFor(path, urlPath) {
     return {
       'Content-Type': MIME_TYPES[extname(path)] ?? 'application/octet-stream',
       'Cache-Control': 'no-store',
       ...(isolated ? ISOLATION_HEADERS : {}),
       ...(cdn ? CDN_HEADERS : {}),
+      ...(underPolicy(urlPath) ? { 'Content-Security-Policy': csp.policy } : {}),
     };
   }
 
@@ -85,13 +90,13 @@ export function createStaticServer(root, {
       response.end(`not found: ${url.pathname}\n`);
       return;
     }
-    if (inject && extname(path) === '.html') {
+    if (inject && extname(path) === '.html' && !underPolicy(url.pathname)) {
       const html = injectInto(await readFile(path, 'utf8'), inject);
-      response.writeHead(200, { ...headersFor(path), 'Content-Length': Buffer.byteLength(html) });
+      response.writeHead(200, { ...headersFor(path, url.pathname), 'Content-Length': Buffer.byteLength(html) });
       response.end(request.method === 'HEAD' ? undefined : html);
       return;
     }
-    response.writeHead(200, { ...headersFor(path), 'Content-Length': info.size });
+    response.writeHead(200, { ...headersFor(path, url.pathname), 'Content-Length': info.size });
     if (request.method === 'HEAD') {
       response.end();
       return;

@@ -59,11 +59,12 @@ export function expectedBuild(spec, isolated) {
 }
 
 // Serves the repository's web/, dist/ (and tests/ with `tests`) on a free port, with the agent of
-// `browser` injected in its pages; resolves to { origin, stop }.
-export async function startServer(browser, { isolated = true, tests = false } = {}) {
+// `browser` injected in its pages (with `csp`, a Content-Security-Policy: the pages it exempts,
+// see createStaticServer); resolves to { origin, stop }.
+export async function startServer(browser, { isolated = true, tests = false, csp = null } = {}) {
   const server = createStaticServer(ROOT, {
     isolated, servedDirs: ['web', 'dist', ...(tests ? ['tests'] : [])], startPage: '/web/demo/',
-    inject: browser.control.agentTag,
+    inject: browser.control.agentTag, csp,
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const origin = `http://127.0.0.1:${server.address().port}`;
@@ -80,13 +81,13 @@ export function recordBrowserInfo(browser, isolated, info) {
 }
 
 // For a test file: the page at `path` (with its query; served isolated or not, tests/ too with
-// `tests`) opened in each browser before its tests, ready once `ready(page)` resolves, and opened
+// `tests`, under a Content-Security-Policy with `csp`, see startServer) opened in each browser before its tests, ready once `ready(page)` resolves, and opened
 // afresh before a test when an earlier one found it stuck. `body(ctx)` declares the tests with
 // ctx.test, node:test's test(name, [options,] fn) except that a test which finds the page stuck
 // (a call unanswered, a wait run out) is run once more on a fresh page and says so in its
 // diagnostics; a second stall fails it. options.retryOnStuckPage: false turns that off (for a test
 // whose point is that nothing stalls). ctx.page, ctx.browser and ctx.origin are set by then.
-export function useTestPage(path, { isolated = true, tests = false, ready }, body) {
+export function useTestPage(path, { isolated = true, tests = false, csp = null, ready }, body) {
   forEachBrowser((ctx) => {
     let server;
     const open = async () => {
@@ -94,7 +95,7 @@ export function useTestPage(path, { isolated = true, tests = false, ready }, bod
       await ready(ctx.page);
     };
     before(async () => {
-      server = await startServer(ctx.browser, { isolated, tests });
+      server = await startServer(ctx.browser, { isolated, tests, csp });
       ctx.origin = server.origin;
       await open();
     });
