@@ -157,7 +157,7 @@ function buildWasmProbe(source, output, exports, flags = []) {
 }
 
 // Max |a - b| over the output, and whether it is within the tolerance
-// (elementwise abs or rel of the reference; DESIGN.md's: 1e-4, 1e-3).
+// (elementwise abs or rel of the reference; docs/design.md's: 1e-4, 1e-3).
 function compareOutputs(reference, output, { abs, rel } = { abs: 1e-4, rel: 1e-3 }) {
   if (reference.length !== output.length) return { maxAbs: Infinity, ok: false };
   let maxAbs = 0;

@@ -1,5 +1,5 @@
 // mha::KVCache: the keys and values of earlier calls, kept for decoding (see
-// DESIGN.md, "Decoding: KV cache, grouped-query heads, rotary positions").
+// docs/design.md, "Decoding: KV cache, grouped-query heads, rotary positions").
 //
 // A cache holds up to max_length keys (and their values) per batch entry and
 // key/value head, in float32, IEEE float16 or bfloat16. All its memory is allocated at
@@ -36,7 +36,7 @@ struct KVCacheConfig {
   int64_t v_head_dim = 0;    // features per value head, > 0
   int64_t max_length = 0;    // keys it can hold per batch entry, > 0
   KVCacheDtype dtype = KVCacheDtype::kFloat32;
-  // A rolling cache (DESIGN.md, "Generation: beams, ragged batches, sliding
+  // A rolling cache (docs/design.md, "Generation: beams, ragged batches, sliding
   // windows"), for attention with a finite left window: a ring of
   // max_length slots; an append that would pass max_length drops the oldest
   // keys, which no later query can see. Each call needs max_length >= its

@@ -1,7 +1,7 @@
 // mha::MultiheadAttention: PyTorch 1.13 nn.MultiheadAttention.forward in eval
 // mode, plus separate query/key and value head dims.
 //
-// Semantics (see DESIGN.md):
+// Semantics (see docs/design.md):
 // - Inputs are (L, N, E) or, with batch_first, (N, L, E); unbatched inputs are
 //   (L, E). key/value are (S, N, kdim) / (S, N, vdim) likewise.
 // - key_padding_mask: (N, S), or (S) for unbatched input. attn_mask: (L, S) or
@@ -28,7 +28,7 @@
 //   dense 0 * NaN would spread it.
 // - dropout is accepted and ignored: this is inference (eval mode).
 //
-// Decoding (DESIGN.md, "Decoding: KV cache, grouped-query heads, rotary
+// Decoding (docs/design.md, "Decoding: KV cache, grouped-query heads, rotary
 // positions"):
 // - num_kv_heads (Hkv, dividing num_heads H): keys and values project to Hkv
 //   heads and query head h reads key/value head h / (H / Hkv). Parameters are
@@ -75,7 +75,7 @@
 
 namespace mha {
 
-// Rotary position embedding (RoPE) on queries and keys (DESIGN.md, "The
+// Rotary position embedding (RoPE) on queries and keys (docs/design.md, "The
 // attention of today's models", step 3).
 struct RotaryConfig {
   bool enabled = false;
@@ -93,7 +93,7 @@ struct RotaryConfig {
   std::optional<double> attention_factor;
 };
 
-// ALiBi biases (DESIGN.md): score (i, j) gains m_h * (j - p_i), or with
+// ALiBi biases (docs/design.md): score (i, j) gains m_h * (j - p_i), or with
 // symmetric -m_h * |j - p_i| (jina-bert-v2).
 struct AlibiConfig {
   bool enabled = false;
@@ -101,7 +101,7 @@ struct AlibiConfig {
   std::vector<float> slopes;  // num_heads; empty: the ALiBi paper's for num_heads
 };
 
-// q/k norms (DESIGN.md, step 2): after the projections and their biases,
+// q/k norms (docs/design.md, step 2): after the projections and their biases,
 // before rotary, q and k are normalized in float32, each head's qk_head_dim
 // features (kHead) or a row's whole projection (kAll), by RMSNorm
 // x / sqrt(mean(x^2) + eps) * (w + weight_offset) or LayerNorm
@@ -123,7 +123,7 @@ struct QkNormConfig {
 // The ALiBi paper's slopes for num_heads heads (BLOOM's build_alibi_tensor).
 std::vector<float> AlibiSlopes(int64_t num_heads);
 
-// How the projection weights are kept (DESIGN.md, "Precision: weights and
+// How the projection weights are kept (docs/design.md, "Precision: weights and
 // caches in fewer bytes"). kAuto keeps each projection in its checkpoint's
 // precision: float16 or bfloat16 when every tensor of it is stored so (a
 // .safetensors F16 or BF16), else float32 (a state_dict of floats). 16-bit
@@ -146,7 +146,7 @@ struct MultiheadAttentionConfig {
   float dropout = 0.0f;    // ignored (eval)
   int64_t num_kv_heads = 0;  // 0: num_heads; else must divide num_heads
   RotaryConfig rotary;       // off unless rotary.enabled
-  // The attention of today's models (DESIGN.md): s = scale * q . k, then
+  // The attention of today's models (docs/design.md): s = scale * q . k, then
   // s = softcap * tanh(s / softcap) before masks and biases.
   float scale = 0.0f;        // 0: 1 / sqrt(qk_head_dim) (Gemma: query_pre_attn_scalar ** -0.5)
   float softcap = 0.0f;      // 0: off (Gemma 2: attn_logit_softcapping)
@@ -170,7 +170,7 @@ struct ForwardOptions {
   bool is_causal = false;
   // Optional: a cache made by this module's CreateKVCache.
   KVCache* cache = nullptr;
-  // Optional, with rotary only (DESIGN.md, "Generation"): the rotary position
+  // Optional, with rotary only (docs/design.md, "Generation"): the rotary position
   // of each query row and of the key row appended with it, num_positions =
   // N * L entries batch-major (n * L + i) whatever batch_first (L unbatched);
   // key rows, when given, must equal query rows. Hugging Face's position_ids

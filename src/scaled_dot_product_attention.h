@@ -12,7 +12,7 @@
 
 namespace mha {
 
-// A sliding window (DESIGN.md, "The attention of today's models"): the query
+// A sliding window (docs/design.md, "The attention of today's models"): the query
 // at position p sees keys p - left <= j <= p + right; -1: no bound on that
 // side. Hugging Face's sliding_window W is {W - 1, -1} with is_causal;
 // FlashAttention's window_size (ModernBERT: 64, 64) is {left, right}.

@@ -1,5 +1,5 @@
 // Type declarations for mha-wasm, written by hand (Embind 3.1.6 cannot emit
-// them). Kept in step with web/src/ and DESIGN.md ("JavaScript API").
+// them). Kept in step with web/src/ and docs/design.md ("JavaScript API").
 
 /** A row-major, contiguous float32 tensor. */
 export interface Tensor {
@@ -148,7 +148,7 @@ export interface RotaryConfig {
   attentionFactor?: number;
 }
 
-/** Hugging Face's rope_scaling (DESIGN.md, "The attention of today's models", step 3). */
+/** Hugging Face's rope_scaling (docs/design.md, "The attention of today's models", step 3). */
 export interface RopeScaling {
   rope_type?: 'default' | 'linear' | 'llama3' | 'yarn' | string;
   type?: 'default' | 'linear' | 'llama3' | 'yarn' | string;

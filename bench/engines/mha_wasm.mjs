@@ -1,4 +1,4 @@
-// mha-wasm, the package under web/, through its public API (DESIGN.md):
+// mha-wasm, the package under web/, through its public API (docs/design.md):
 // prepare (W rows: one forward), prepareDecode (D rows: one step against a KV
 // cache) and prepareNoCache (D rows without a cache: the baseline, one forward
 // whose keys are every source row of the step, projected again each time).

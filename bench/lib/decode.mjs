@@ -65,7 +65,7 @@ export const REFERENCE_NAME = 'reference.out.f32';
 export const noCacheNotCompared = (w) =>
   (w.rotary && w.past > 0 ? 'rotary positions start at 0 without a cache' : undefined);
 
-// Elementwise tolerance against the float64 reference: DESIGN.md's (1e-4 abs
+// Elementwise tolerance against the float64 reference: docs/design.md's (1e-4 abs
 // or 1e-3 rel) for float32 caches and weights; float16 keys and values carry
 // 11 bits, bfloat16 ones 8 (a spacing 2^3 times wider); bfloat16 weights 8
 // bits (rounded at load from the float32 model); int8 weights README

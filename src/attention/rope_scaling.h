@@ -1,4 +1,4 @@
-// Rotary tables (DESIGN.md, "The attention of today's models", step 3): the
+// Rotary tables (docs/design.md, "The attention of today's models", step 3): the
 // inverse frequency of each rotary pair and the factor on cos and sin, from a
 // base and Hugging Face's rope_scaling (as config.json has it) or from a table
 // given outright. The rotary kernel only consumes the table

@@ -21,7 +21,7 @@
 namespace mha {
 
 // The score rule's options, the same for every head of a call
-// (kernels::ScoreRule; DESIGN.md, "The attention of today's models").
+// (kernels::ScoreRule; docs/design.md, "The attention of today's models").
 struct ScoreOptions {
   float scale = 1.0f;
   float softcap = 0.0f;  // 0: off

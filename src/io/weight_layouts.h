@@ -1,5 +1,5 @@
 // Which tensors of a checkpoint hold one attention module's projections, in
-// the layouts people save (DESIGN.md, "Weights from the modules people have"):
+// the layouts people save (docs/design.md, "Weights from the modules people have"):
 //   torch       nn.MultiheadAttention's own names (in_proj_weight, ...).
 //   qkv-linear  one nn.Linear per projection: q/k/v + out_proj, W_q/W_k/W_v +
 //               W_o or W, query/key/value + fc_out, BERT's self.query.. +

@@ -1,4 +1,4 @@
-// q/k norms of one projected row (DESIGN.md, "The attention of today's
+// q/k norms of one projected row (docs/design.md, "The attention of today's
 // models", step 2): the row is `groups` groups of `width` floats (each head's
 // features, or the whole row as one group), each normalized by its own
 // statistics in float32, then scaled by the weights (and shifted by the

@@ -1,4 +1,4 @@
-// The options of today's models (DESIGN.md, "The attention of today's
+// The options of today's models (docs/design.md, "The attention of today's
 // models") drawn for the fuzz cases: the score options and the rotary table.
 #ifndef MHA_TESTS_FUZZ_FUZZ_OPTIONS_H_
 #define MHA_TESTS_FUZZ_FUZZ_OPTIONS_H_

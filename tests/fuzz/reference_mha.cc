@@ -29,7 +29,7 @@ void Softmax(std::vector<double>* s, double sink = kNegInf) {
 }
 
 // The score options of today's models on score s of query position `pos` and
-// key j, after the scale (DESIGN.md's order: softcap, then ALiBi; the window
+// key j, after the scale (docs/design.md's order: softcap, then ALiBi; the window
 // is a mask: Hidden, with the others).
 double SoftcapAlibi(double s, double softcap, double slope, bool symmetric, size_t pos, size_t j) {
   if (softcap != 0.0) s = softcap * std::tanh(s / softcap);
@@ -98,7 +98,7 @@ void Rotate(const mha::RotaryConfig& r, size_t seq, size_t first, const int32_t*
   }
 }
 
-// q/k norms (DESIGN.md, step 2) of rows of heads * head_dim features: each
+// q/k norms (docs/design.md, step 2) of rows of heads * head_dim features: each
 // head (or the whole row, over all) by its own statistics, then times the
 // weight + weight_offset, plus the bias; a weight shorter than the row (one
 // head's, shared) repeats.

@@ -11,7 +11,7 @@
 
 namespace mha_fuzz {
 
-// nn.MultiheadAttention.forward (non-fused path, DESIGN.md semantics) for a
+// nn.MultiheadAttention.forward (non-fused path, docs/design.md semantics) for a
 // resolved config (kdim, vdim, head dims, num_kv_heads, rotary.dim filled in)
 // and state_dict `params` in the Parameters() form. Inputs must already have
 // valid shapes. Keys sit at positions 0.., query row i at first_query + i

@@ -1,4 +1,4 @@
-// The rotary table of the scalar reference (DESIGN.md, "The attention of
+// The rotary table of the scalar reference (docs/design.md, "The attention of
 // today's models", step 3), written from the contract's formulas pair by
 // pair, sharing no code with src/attention/rope_scaling.cc.
 #ifndef MHA_TESTS_FUZZ_REFERENCE_ROPE_H_

@@ -1,6 +1,6 @@
 // tests/native/nan_test.cc's two points of today's models in WebAssembly, on
 // every build: a row whose every key is masked is NaN even with a sink
-// (DESIGN.md: there is nothing to attend), in the flash kernel, the weights
+// (docs/design.md: there is nothing to attend), in the flash kernel, the weights
 // path and decoding steps; and a window skips the key tiles outside it, so a
 // NaN first token reaches only the rows that see it (a mask would spread
 // PyTorch's 0 * NaN to every row).

@@ -1,4 +1,4 @@
-// Generation through the JS API on every WASM build (DESIGN.md, "Generation: beams, ragged
+// Generation through the JS API on every WASM build (docs/design.md, "Generation: beams, ragged
 // batches, sliding windows"): forward's `positions` (a padded batch's rows equal each sequence
 // alone; its errors) and rolling caches (identical to a cache that keeps every key, `held`,
 // truncate within what is held, the errors). PyTorch's fixtures for both run in

@@ -1,4 +1,4 @@
-// weightsDtype in WebAssembly (DESIGN.md, "Precision"): with weights every
+// weightsDtype in WebAssembly (docs/design.md, "Precision"): with weights every
 // type holds exactly (q / 128, a 127 in each row: int8's scale is then 1/128
 // exactly), float16 and bfloat16 weights give float32's outputs bit for bit,
 // one-shot (the register tiles) and decoding steps of 1 and 2 rows (the GEMV

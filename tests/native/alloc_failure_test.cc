@@ -1,6 +1,6 @@
 // Every allocation a decoding call makes (module and SDPA), failed one at a
 // time: the call returns OutOfMemory and leaves module and cache as they
-// were (DESIGN.md, "Decoding": on any error the cache is left as it was),
+// were (docs/design.md, "Decoding": on any error the cache is left as it was),
 // and the next call gives exactly what a twin that never failed gives. The
 // same for every allocation of a load: the weights stay as they were.
 //

@@ -100,7 +100,7 @@ TEST(CreateErrors, HeadsNotDividingEmbedDim) {
   c.embed_dim = 10;
   c.num_heads = 3;
   ExpectError(mha::MultiheadAttention::Create(c, &m), {"num_heads", "10", "3", "divisible"});
-  // Explicit head dims lift the requirement, as DESIGN.md allows.
+  // Explicit head dims lift the requirement, as docs/design.md allows.
   c.qk_head_dim = 4;
   c.v_head_dim = 5;
   EXPECT_TRUE(mha::MultiheadAttention::Create(c, &m).ok());

@@ -1,4 +1,4 @@
-// The layouts of issue 22 (DESIGN.md, "The attention of today's models"):
+// The layouts of issue 22 (docs/design.md, "The attention of today's models"):
 // neox (GPT-NeoX, BLOOM, Falcon-7B, Falcon-40B: query_key_value grouped per
 // key/value head + dense), Phi-3's fused qkv_proj and T5's q/k/v/o, found,
 // listed and refused with messages naming both sides. Their results against

@@ -1,4 +1,4 @@
-// Generation (DESIGN.md, "Generation: beams, ragged batches, sliding
+// Generation (docs/design.md, "Generation: beams, ragged batches, sliding
 // windows"): per-row rotary positions and rolling caches, against the same
 // calls without them, and their errors. (Fixtures against PyTorch:
 // decoding_fixture_test.cc; the fuzzer draws both too.)

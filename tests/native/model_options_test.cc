@@ -1,4 +1,4 @@
-// The score options of today's models (DESIGN.md, "The attention of today's
+// The score options of today's models (docs/design.md, "The attention of today's
 // models"): the errors their checks give, on the module and the functional
 // form. Their results are the model fixtures' (decoding_fixture_test.cc).
 #include <cmath>
@@ -216,7 +216,7 @@ TEST(ModelOptionErrors, RotaryScaling) {
   ExpectError(CreateWithRotary(r), {"rotary.attention_factor: expected a positive finite"});
 }
 
-// The tables themselves: Llama 3.1's bands and gpt-oss's YaRN (DESIGN.md, step 3).
+// The tables themselves: Llama 3.1's bands and gpt-oss's YaRN (docs/design.md, step 3).
 TEST(RotaryTable, Llama3BandsAndYarn) {
   mha::RopeScaling llama;
   llama.type = "llama3";

@@ -108,7 +108,7 @@ TEST_P(NanTest, MhaWeightsRowOfANanKeyIsNan) {
   }
 }
 
-// DESIGN.md: a row whose every key is masked is NaN, and a sink does not
+// docs/design.md: a row whose every key is masked is NaN, and a sink does not
 // rescue it (there is nothing to attend). Sinks, a causal window of 2 and
 // key padding of keys 40 and 41 leave query 41 no key, in the flash kernel,
 // the weights path and the decode kernel (a step against a cache), and in

@@ -1,4 +1,4 @@
-// q/k norms (DESIGN.md, "The attention of today's models", step 2): the
+// q/k norms (docs/design.md, "The attention of today's models", step 2): the
 // errors of the contract, naming both sides (a q_norm/k_norm in the
 // checkpoint and the option), the weight shapes each `over` takes, and the
 // kernel on every compiled Highway target. Results against PyTorch are the

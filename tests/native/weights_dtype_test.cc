@@ -251,7 +251,7 @@ TEST(WeightsDtype, UnknownValueIsAnError) {
   EXPECT_NE(s.message().find("weights_dtype"), std::string::npos) << s.message();
 }
 
-// int8 cannot hold a NaN or an infinity (DESIGN.md: quantized weights refuse
+// int8 cannot hold a NaN or an infinity (docs/design.md: quantized weights refuse
 // non-finite values at load): LoadStateDict and LoadParameter refuse one in
 // any weight it quantizes, naming the parameter, the flat index and the
 // value, and leave the module as it was. float32 loads it (NaN spreads).

@@ -1,11 +1,11 @@
 // A plain JavaScript reference of the page's own problems (preset or random weights in PyTorch's
-// layout, sequence-first inputs), in float64, following DESIGN.md's order of operations: rotary,
+// layout, sequence-first inputs), in float64, following docs/design.md's order of operations: rotary,
 // scale, soft-cap, ALiBi, masks and window, softmax with sinks, weights . v, output projection.
 // The page compares the engine's result with it, so every option on screen is checked where it is
 // shown.
 const MAX_MULTIPLY_ADDS = 3e7; // a few hundred ms of plain JS at most
 
-// The ALiBi paper's slopes for numHeads heads (DESIGN.md, step 6).
+// The ALiBi paper's slopes for numHeads heads (docs/design.md, step 6).
 export function alibiPaperSlopes(numHeads) {
   const p = 2 ** Math.floor(Math.log2(numHeads));
   return Array.from({ length: numHeads }, (_, h) => (h < p ? 2 ** (-8 * (h + 1) / p) : 2 ** (-4 * (2 * (h - p) + 1) / p)));
@@ -33,8 +33,8 @@ function project(x, rows, weight, bias, first, e) {
   return out;
 }
 
-// Rotary positions in place as the page sets them (DESIGN.md, "Rotary positions": every feature
-// of a head, rotate-half pairs i and i + d/2): row r of x (rows x e) turned by the angles of
+// Rotary positions in place as the page sets them (docs/design.md, "Decoding: KV cache,
+// grouped-query heads, rotary positions": every feature of a head, rotate-half pairs i and i + d/2): row r of x (rows x e) turned by the angles of
 // position r, as the engine does without a cache.
 function rotate(x, rows, e, d, base) {
   const half = d / 2;
@@ -119,7 +119,7 @@ export function referenceForward({ config, params, inputs, options }) {
 
 // The rows decoding `tokens` (count x E, one sequence) one token at a time with the request's
 // module gives: incremental decoding is exact, so they are the rows of one causal forward over the
-// sequence (DESIGN.md). Returns { output: count x E, weights: count x count averaged over heads },
+// sequence (docs/design.md). Returns { output: count x E, weights: count x count averaged over heads },
 // or { skipped: why }.
 export function referenceDecode(request, tokens, count) {
   const x = { data: tokens, shape: [count, 1, tokens.length / count] };

@@ -1,6 +1,6 @@
 // The decoding mode's rolling window: a module with a finite left window never looks further back
 // than it, so its cache is made with `rolling: true` and the smallest maxLength a one-token step
-// allows (the left window + 1, DESIGN.md "Generation"), and decoding runs on past maxLength: each
+// allows (the left window + 1, docs/design.md "Generation"), and decoding runs on past maxLength: each
 // new key takes the slot of the oldest (slot = position % maxLength). A strip shows the position
 // each slot holds; every step is checked against the float64 reference of the whole sequence,
 // which keeps every key (no cache, no rolling).

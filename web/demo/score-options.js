@@ -1,5 +1,5 @@
 // The score options of today's models as the page's controls set them: scale, soft-cap, sliding
-// window, ALiBi, attention sinks and rotary positions (DESIGN.md, "The attention of today's
+// window, ALiBi, attention sinks and rotary positions (docs/design.md, "The attention of today's
 // models"). Reads the controls, shows the inputs that apply, and turns them into module config
 // fields; bad text throws Errors meant for people.
 const byId = (id) => document.getElementById(id);

@@ -1,5 +1,5 @@
 // mha-wasm for pages and Web Workers (package.json "exports": "browser" and
-// "default"): no Node code. See README.md and DESIGN.md ("Loading in real apps").
+// "default"): no Node code. See README.md and docs/design.md ("Loading in real apps").
 import * as env from './env_browser.js';
 import { MHAError } from './errors.js';
 import { checkLoadOptions, loadInThread, warnIfThreadsOff } from './load.js';

@@ -15,7 +15,7 @@ import {
 const CONFIG_KEYS = ['embedDim', 'numHeads', 'bias', 'addBiasKV', 'addZeroAttn', 'kdim', 'vdim',
   'batchFirst', 'qkHeadDim', 'vHeadDim', 'dropout', 'numKVHeads', 'rotary', 'scale', 'softcap',
   'window', 'sinks', 'alibi', 'qkNorm', 'weightsDtype'];
-// weightsDtype: how the projection weights are kept (DESIGN.md, "Precision").
+// weightsDtype: how the projection weights are kept (docs/design.md, "Precision").
 const WEIGHTS_DTYPES = ['auto', 'float32', 'float16', 'bfloat16', 'int8'];
 const MAX_DIM = 2 ** 24;
 
@@ -50,7 +50,7 @@ function alibiOptions(alibi) {
   return options;
 }
 
-// qkNorm: undefined, or {type, over, eps, weightOffset} (DESIGN.md's defaults).
+// qkNorm: undefined, or {type, over, eps, weightOffset} (docs/design.md's defaults).
 function qkNormOptions(qkNorm) {
   if (qkNorm === undefined) return undefined;
   const o = checkOptionsObject(qkNorm, 'qkNorm', ['type', 'over', 'eps', 'weightOffset']);

@@ -1,6 +1,6 @@
 // mha-wasm for Node (package.json "exports": "node"): multi-head attention
 // with PyTorch nn.MultiheadAttention semantics in WebAssembly. Reads its
-// files from the package, never fetches. See README.md and DESIGN.md.
+// files from the package, never fetches. See README.md and docs/design.md.
 import * as env from './env_node.js';
 import { MHAError } from './errors.js';
 import { checkLoadOptions, loadInThread } from './load.js';

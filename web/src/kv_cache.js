@@ -1,4 +1,4 @@
-// The JS face of mha::KVCache (see DESIGN.md, "Decoding: KV cache,
+// The JS face of mha::KVCache (see docs/design.md, "Decoding: KV cache,
 // grouped-query heads, rotary positions"): keys and values kept across
 // forward calls, all memory allocated at creation.
 import { returnBlock, takeBlock } from './call_frame.js';

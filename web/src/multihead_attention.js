@@ -1,4 +1,4 @@
-// The JS face of mha::MultiheadAttention (see DESIGN.md, "JavaScript API").
+// The JS face of mha::MultiheadAttention (see docs/design.md, "JavaScript API").
 import { callFrame } from './call_frame.js';
 import { STATUS_OK, callCore, newBinding } from './core_call.js';
 import { MHAError } from './errors.js';
@@ -98,7 +98,7 @@ export class MultiheadAttention {
   }
 
   // state_dict: {name: Float32Array | {data, shape}}; the module under
-  // options.prefix in any layout (DESIGN.md, "Weights from the modules people
+  // options.prefix in any layout (docs/design.md, "Weights from the modules people
   // have"): detected, or forced with options.layout / options.names. A bare
   // Float32Array has its parameter's shape for nn.MultiheadAttention's names
   // (in_proj_weight and q/k/v_proj_weight may stand for each other when

@@ -1,4 +1,4 @@
-// How the typed arrays of a proxied call reach the worker: by copy, as DESIGN.md promises (the
+// How the typed arrays of a proxied call reach the worker: by copy, as docs/design.md promises (the
 // caller keeps its arrays and may change them at once), but cheaply. Where the page can share
 // memory (cross-origin isolated, as the threaded build needs anyway) the client copies each array
 // once into a SharedArrayBuffer that the worker reads in place; elsewhere postMessage clones them.

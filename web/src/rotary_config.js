@@ -1,4 +1,4 @@
-// The rotary option of createMultiheadAttention (DESIGN.md, "The attention of
+// The rotary option of createMultiheadAttention (docs/design.md, "The attention of
 // today's models", step 3): its types (rotaryOptions, to the core's names)
 // and the core's rules with its messages (checkRotaryRules mirrors
 // ResolveRotary and RotaryTable, src/core/multihead_attention.cc and

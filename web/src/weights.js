@@ -1,4 +1,4 @@
-// Loading weights from the modules people have (DESIGN.md, "Weights from the
+// Loading weights from the modules people have (docs/design.md, "Weights from the
 // modules people have"): the checks of the options { prefix, layout, names },
 // of one .safetensors file or its shards, and of a state_dict's entries; and
 // the heap copies, which hold only what the core reads: each shard's header,

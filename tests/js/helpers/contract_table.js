@@ -1,4 +1,4 @@
-// The contract table (DESIGN.md, "Loading in real apps"): for each method and
+// The contract table (docs/design.md, "Loading in real apps"): for each method and
 // each kind of bad input, whether the call throws synchronously, returns,
 // rejects or resolves, and with what. Run in the calling thread in Node
 // (tests/js/contract.test.js), in a worker_threads worker, and through the
@@ -90,7 +90,7 @@ export function contractTable(fixture) {
       THROWS(/^createMultiheadAttention: rotary\.base: expected a positive finite number, received number Infinity$/)],
     ['create fails: rotary.base 0', createWith({ rotary: { base: 0 } }), THROWS(/rotary\.base: expected a positive finite number/)],
     ['create: rotary.base 1e301 (finite)', createWith({ rotary: { base: 1e301 } }), RETURNS],
-    // rotary scaling (DESIGN.md, "The attention of today's models", step 3)
+    // rotary scaling (docs/design.md, "The attention of today's models", step 3)
     ['create: rotary.scaling llama3 (Llama 3.1)', createWith({ rotary: { base: 500000, scaling: {
       rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4,
       original_max_position_embeddings: 8192 } } }), RETURNS],
@@ -172,7 +172,7 @@ export function contractTable(fixture) {
       create(ctx).loadStateDict({ ...params, bias_k: new Float32Array(16) }),
     REJECTS(/unexpected parameter 'bias_k' for this configuration/)],
     // A parameter of an option in the checkpoint without the option, or missing with it
-    // (DESIGN.md, "The attention of today's models"): both sides named.
+    // (docs/design.md, "The attention of today's models"): both sides named.
     ['loadStateDict: q_norm.weight without qkNorm', (ctx) =>
       create(ctx).loadStateDict({ ...params, 'q_norm.weight': new Float32Array(8) }),
     REJECTS(/q_norm\.weight: in the checkpoint, but the module was created without qk_norm$/)],
