@@ -22,6 +22,7 @@
 #include "src/core/kv_cache_internal.h"
 #include "src/kv_cache.h"
 #include "src/multihead_attention.h"
+#include "tests/native/fixture.h"
 #include "tests/native/reference.h"
 
 namespace {
@@ -287,44 +288,6 @@ std::map<std::string, TensorView> StateDict(const mha::MultiheadAttention& m,
   return tensors;
 }
 
-// One .safetensors file per entry of `shards`, each holding those parameters:
-// weights (2-D) as `matrices` ("F32", or "BF16": the top half of each
-// float's bits), the rest F32.
-std::vector<std::vector<uint8_t>> SafetensorsShards(const mha::MultiheadAttention& m,
-                                                    const Params& params,
-                                                    const std::string& matrices,
-                                                    const std::vector<std::set<std::string>>& shards) {
-  std::vector<std::vector<uint8_t>> files;
-  for (const std::set<std::string>& names : shards) {
-    std::string header = "{";
-    std::vector<uint8_t> data;
-    for (const mha::ParameterSpec& spec : m.Parameters()) {
-      if (names.count(spec.name) == 0) continue;
-      const bool half = spec.shape.size() == 2 && matrices == "BF16";
-      const size_t begin = data.size();
-      for (float x : params.at(spec.name)) {
-        uint32_t bits;
-        std::memcpy(&bits, &x, sizeof(bits));
-        for (int byte = half ? 2 : 0; byte < 4; ++byte) data.push_back(uint8_t(bits >> (8 * byte)));
-      }
-      header += std::string(header.size() > 1 ? "," : "") + "\"" + spec.name + "\":{\"dtype\":\"" +
-                (half ? "BF16" : "F32") + "\",\"shape\":[";
-      for (size_t i = 0; i < spec.shape.size(); ++i) {
-        header += (i ? "," : "") + std::to_string(spec.shape[i]);
-      }
-      header += "],\"data_offsets\":[" + std::to_string(begin) + "," +
-                std::to_string(data.size()) + "]}";
-    }
-    header += "}";
-    std::vector<uint8_t> file(8);
-    for (int i = 0; i < 8; ++i) file[i] = uint8_t(uint64_t{header.size()} >> (8 * i));
-    file.insert(file.end(), header.begin(), header.end());
-    file.insert(file.end(), data.begin(), data.end());
-    files.push_back(std::move(file));
-  }
-  return files;
-}
-
 // Loads are all or nothing (multihead_attention.h: "an error loads
 // nothing"): each allocation of a load failed in turn leaves the module's
 // outputs bit for bit and its memory() as they were, fused (in_proj_weight)
@@ -360,13 +323,13 @@ TEST(AllocFailureLoadTest, EveryFailedAllocationLeavesTheWeightsAsTheyWere) {
     };
     const Params a = RandomParams(*m, 70), b = RandomParams(*m, 80), c16 = RandomParams(*m, 90),
                  d = RandomParams(*m, 100);
-    std::set<std::string> all, first, second;
+    std::set<std::string> first, second;
     for (const mha::ParameterSpec& spec : m->Parameters()) {
-      all.insert(spec.name);
       (first.size() <= second.size() ? first : second).insert(spec.name);
     }
-    const std::vector<uint8_t> bf16 = SafetensorsShards(*m, c16, "BF16", {all})[0];
-    const std::vector<std::vector<uint8_t>> shards = SafetensorsShards(*m, d, "F32", {first, second});
+    const std::vector<uint8_t> bf16 = SafetensorsOf(*m, c16, "BF16");
+    const std::vector<std::vector<uint8_t>> shards = {SafetensorsOf(*m, d, "F32", first),
+                                                      SafetensorsOf(*m, d, "F32", second)};
     mha::SafetensorsFile sharded;
     ASSERT_TRUE(mha::ParseSafetensorsShards({{shards[0].data(), shards[0].size(), shards[0].size()},
                                              {shards[1].data(), shards[1].size(), shards[1].size()}},

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 
 #include "src/io/json.h"
+#include "src/kernels/kernels.h"
 
 namespace mha_test {
 namespace {
@@ -294,6 +296,47 @@ void ExpectClose(const mha::Tensor& actual, const std::vector<float>& expected,
 
 void ExpectClose(const mha::Tensor& actual, const mha::Tensor& expected, const std::string& what) {
   ExpectClose(actual, expected.data, expected.shape, what);
+}
+
+std::vector<uint8_t> SafetensorsOf(const mha::MultiheadAttention& m,
+                                   const std::map<std::string, std::vector<float>>& params,
+                                   const std::string& matrices, const std::set<std::string>& names) {
+  std::string header = "{";
+  std::vector<uint8_t> data;
+  const auto put = [&data](uint32_t bits, int bytes) {
+    for (int i = 0; i < bytes; ++i) data.push_back(static_cast<uint8_t>(bits >> (8 * i)));
+  };
+  for (const mha::ParameterSpec& spec : m.Parameters()) {
+    if (!names.empty() && names.count(spec.name) == 0) continue;
+    const bool narrow = spec.shape.size() == 2 && matrices != "F32";
+    const size_t begin = data.size();
+    for (float x : params.at(spec.name)) {
+      uint32_t bits;
+      std::memcpy(&bits, &x, sizeof(bits));
+      if (!narrow) {
+        put(bits, 4);
+      } else if (matrices == "BF16") {
+        put(bits >> 16, 2);
+      } else {
+        uint16_t h;
+        mha::kernels::FloatToHalf(&x, 1, &h);
+        put(h, 2);
+      }
+    }
+    if (header.size() > 1) header += ",";
+    header += "\"" + spec.name + "\":{\"dtype\":\"" + (narrow ? matrices : "F32") + "\",\"shape\":[";
+    for (size_t i = 0; i < spec.shape.size(); ++i) {
+      header += (i ? "," : "") + std::to_string(spec.shape[i]);
+    }
+    header += "],\"data_offsets\":[" + std::to_string(begin) + "," +
+              std::to_string(data.size()) + "]}";
+  }
+  header += "}";
+  std::vector<uint8_t> file(8);
+  for (int i = 0; i < 8; ++i) file[i] = static_cast<uint8_t>(uint64_t{header.size()} >> (8 * i));
+  file.insert(file.end(), header.begin(), header.end());
+  file.insert(file.end(), data.begin(), data.end());
+  return file;
 }
 
 }  // namespace mha_test

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,15 @@ class ScopedInt8Weights {
 void ExpectClose(const mha::Tensor& actual, const std::vector<float>& expected,
                  const mha::Shape& expected_shape, const std::string& what);
 void ExpectClose(const mha::Tensor& actual, const mha::Tensor& expected, const std::string& what);
+
+// A .safetensors file of the parameters of `m` named in `names` (every one
+// when empty), values from `params`: weights (2-D) stored as `matrices`
+// ("F32", or "F16" / "BF16": the bits of values those hold exactly, BF16 the
+// top half of each float's bits), the rest F32.
+std::vector<uint8_t> SafetensorsOf(const mha::MultiheadAttention& m,
+                                   const std::map<std::string, std::vector<float>>& params,
+                                   const std::string& matrices,
+                                   const std::set<std::string>& names = {});
 
 }  // namespace mha_test
 

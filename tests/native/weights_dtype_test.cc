@@ -172,44 +172,6 @@ TEST_P(WeightsDtypeTest, EveryTypeGivesFloat32sBits) {
   }
 }
 
-// A .safetensors file of `params` with weights (2-D) stored as `dtype`
-// ("F16" or "BF16", the bits of values they hold exactly) and the rest F32.
-std::vector<uint8_t> SafetensorsFile(const Params& params, const MultiheadAttention& m,
-                                     const std::string& dtype) {
-  std::string header = "{";
-  std::vector<uint8_t> data;
-  for (const mha::ParameterSpec& spec : m.Parameters()) {
-    const std::vector<float>& v = params.at(spec.name);
-    const bool half = spec.shape.size() == 2;
-    const size_t begin = data.size();
-    for (float x : v) {
-      uint32_t bits;
-      std::memcpy(&bits, &x, 4);
-      if (!half) {
-        data.insert(data.end(), reinterpret_cast<uint8_t*>(&x), reinterpret_cast<uint8_t*>(&x) + 4);
-        continue;
-      }
-      uint16_t h = static_cast<uint16_t>(bits >> 16);  // BF16: the values are exact
-      if (dtype == "F16") mha::kernels::FloatToHalf(&x, 1, &h);
-      data.push_back(static_cast<uint8_t>(h));
-      data.push_back(static_cast<uint8_t>(h >> 8));
-    }
-    if (header.size() > 1) header += ",";
-    header += "\"" + spec.name + "\":{\"dtype\":\"" + (half ? dtype : "F32") + "\",\"shape\":[";
-    for (size_t i = 0; i < spec.shape.size(); ++i) {
-      header += (i ? "," : "") + std::to_string(spec.shape[i]);
-    }
-    header += "],\"data_offsets\":[" + std::to_string(begin) + "," +
-              std::to_string(data.size()) + "]}";
-  }
-  header += "}";
-  std::vector<uint8_t> file(8);
-  for (int i = 0; i < 8; ++i) file[i] = static_cast<uint8_t>(uint64_t{header.size()} >> (8 * i));
-  file.insert(file.end(), header.begin(), header.end());
-  file.insert(file.end(), data.begin(), data.end());
-  return file;
-}
-
 TEST_P(WeightsDtypeTest, AutoKeepsTheCheckpointsPrecision) {
   const MultiheadAttentionConfig config = Cases()[2].config;
   std::unique_ptr<MultiheadAttention> f32;
@@ -223,7 +185,7 @@ TEST_P(WeightsDtypeTest, AutoKeepsTheCheckpointsPrecision) {
   ASSERT_OK(f32->Forward(x, x, x, mha::ForwardOptions(), &expected));
   for (const std::string dtype : {"F16", "BF16"}) {
     SCOPED_TRACE(dtype);
-    const std::vector<uint8_t> file = SafetensorsFile(params, *f32, dtype);
+    const std::vector<uint8_t> file = SafetensorsOf(*f32, params, dtype);
     std::unique_ptr<MultiheadAttention> m;
     ASSERT_OK(MultiheadAttention::Create(config, &m));  // weights_dtype kAuto
     EXPECT_EQ(m->memory(), 0u);
