@@ -1,6 +1,7 @@
-// The bad-input table: each bad call throws an MHAError naming the argument,
-// what was expected and what was received; the same module then still runs a
-// valid forward that matches PyTorch. On both WASM builds.
+// The bad-input table: each bad call fails with an MHAError (a rejection of a
+// Promise-returning method, a throw of the others) naming the argument, what was
+// expected and what was received; the same module then still runs a valid
+// forward that matches PyTorch. On both WASM builds.
 import { loadMHA } from '../../web/src/index.js';
 import { errorTableSuite } from './helpers/error_table.js';
 import { loadFixture, moduleConfig, stateDict } from './helpers/fixtures.js';

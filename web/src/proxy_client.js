@@ -11,6 +11,7 @@ import { ARRAY, ArraySender, checkAttached } from './proxy_arrays.js';
 import { ClientChannel } from './proxy_channel.js';
 import { HANDLE, PROXIED } from './proxy_table.js';
 import { Lifetime } from './lifetime.js';
+import { returnPromises } from './promise_methods.js';
 import { moduleWorkerUrl } from './env_browser.js';
 
 function toError({ name, message }) {
@@ -235,6 +236,7 @@ function clientClass(type) {
       return this.call(method, args);
     };
   }
+  returnPromises(Client, Object.keys(spec.calls));
   for (const [method, made] of Object.entries(spec.creates)) {
     Client.prototype[method] = function proxiedCreate(...args) {
       this.checkAlive(method);
