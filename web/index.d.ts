@@ -16,6 +16,21 @@ export interface Mask {
   shape: number[];
 }
 
+/**
+ * Dims named `dims`, as onnxruntime-web's and transformers.js's Tensor have them: accepted
+ * wherever a Tensor or a Mask is (their `data` is typed as any of their dtypes' arrays: narrow it,
+ * e.g. `tensor as DimsTensor`, when it is float32 or bool).
+ */
+export interface DimsTensor<Data = Float32Array> {
+  readonly data: Data;
+  readonly dims: readonly number[];
+}
+
+/** An input tensor: {data, shape} or {data, dims}. */
+export type TensorInput = Tensor | DimsTensor;
+/** An input mask: {data, shape} or {data, dims}. */
+export type MaskInput = Mask | DimsTensor<Uint8Array | Float32Array>;
+
 export type BuildName = 'relaxed-simd-threaded' | 'simd-threaded' | 'simd';
 
 export interface LoadOptions {
@@ -245,7 +260,7 @@ export interface ParameterSpec {
  * A state_dict: tensor names as saved (nn.MultiheadAttention's, or any layout of WeightLayout).
  * A bare Float32Array has its parameter's shape for nn.MultiheadAttention's names, else is 1-D.
  */
-export type StateDict = Record<string, Float32Array | Tensor>;
+export type StateDict = Record<string, Float32Array | TensorInput>;
 
 /**
  * How a checkpoint names one attention module's projections (README, "From PyTorch and Hugging
@@ -311,9 +326,9 @@ export type SafetensorsBytes = Uint8Array | ArrayBuffer | Array<Uint8Array | Arr
 
 export interface ForwardOptions {
   /** (N, S) or (S) unbatched; bool or additive. */
-  keyPaddingMask?: Mask;
+  keyPaddingMask?: MaskInput;
   /** (L, S) or (N * numHeads, L, S); bool or additive. */
-  attnMask?: Mask;
+  attnMask?: MaskInput;
   needWeights?: boolean;
   averageAttnWeights?: boolean;
   /** With a cache: query i may attend keys j <= cache.length + i (bottom-right). */
@@ -359,8 +374,8 @@ export interface MultiheadAttention {
    */
   loadSafetensors(bytes: SafetensorsBytes, options?: WeightOptions): Promise<void>;
   /** Bad input and the core's errors (shapes, the cache) reject with MHAError. */
-  forward(query: Tensor, key: Tensor | null, value: Tensor | null, options?: ForwardOptions):
-    Promise<ForwardResult>;
+  forward(query: TensorInput, key: TensorInput | null, value: TensorInput | null,
+    options?: ForwardOptions): Promise<ForwardResult>;
   /** A cache of this module's key/value heads for decoding. */
   createKVCache(options: KVCacheOptions): KVCache;
   /** Frees the module's WASM memory; later getters throw MHAError, later calls reject with one. */
@@ -369,7 +384,7 @@ export interface MultiheadAttention {
 
 export interface SdpaOptions {
   /** Broadcasts to (B, H, L, S); bool true = may attend (PyTorch 2.x). */
-  attnMask?: Mask;
+  attnMask?: MaskInput;
   isCausal?: boolean;
   /** Default 1 / sqrt(E). */
   scale?: number;
@@ -407,7 +422,7 @@ export interface MHALibrary {
    * cannot make (out of memory there) rejects its calls, and its getters throw, with that error.
    */
   createMultiheadAttention(config: MultiheadAttentionConfig): MultiheadAttention;
-  scaledDotProductAttention(query: Tensor, key: Tensor | null, value: Tensor | null,
+  scaledDotProductAttention(query: TensorInput, key: TensorInput | null, value: TensorInput | null,
     options?: SdpaOptions): Promise<Tensor>;
   /** A cache for scaledDotProductAttention. */
   createKVCache(options: SdpaKVCacheOptions): KVCache;

@@ -54,6 +54,16 @@ export function contractTable(fixture) {
   const q4 = zeros([2, 4, 3, 8]);
   const k4 = zeros([2, 4, 5, 8]);
   const sdpaCache = { batchSize: 2, numKVHeads: 4, headDim: 8, maxLength: 8 };
+  // A tensor as onnxruntime-web's Tensor is one: `dims`, `data` a getter of its class.
+  class DimsTensor {
+    constructor({ data, shape }) {
+      Object.assign(this, { cpuData: data, dataLocation: 'cpu', type: 'float32', dims: shape, size: data.length });
+    }
+
+    get data() { return this.cpuData; }
+  }
+  const dims = (t) => new DimsTensor(t);
+  const kpm = tensor('input.key_padding_mask');
 
   // Objects a row makes, disposed after the table.
   const made = (ctx, object) => {
@@ -161,6 +171,14 @@ export function contractTable(fixture) {
 
     // loadStateDict / loadSafetensors, before any call on the module: every error rejects.
     ['load before any call', (ctx) => create(ctx).loadStateDict(params), RESOLVES],
+    ['loadStateDict: {data, dims} entries', (ctx) => create(ctx).loadStateDict(Object.fromEntries(
+      Object.entries(params).map(([name, data]) => [name, { data, dims: [data.length] }]))),
+    REJECTS(/^loadStateDict: .*in_proj_weight/)],
+    ['loadStateDict: {data, dims} entries of their shapes', (ctx) => {
+      const mha = create(ctx);
+      return mha.loadStateDict(Object.fromEntries(mha.parameters.map(({ name, shape }) =>
+        [name, dims({ data: params[name], shape })])));
+    }, RESOLVES],
     ['load before any call: a bare array of the wrong length', (ctx) =>
       create(ctx).loadStateDict({ ...params, 'out_proj.bias': new Float32Array(15) }),
     REJECTS(/^out_proj\.bias: expected 16 elements for shape \(16\), received 15$/)],
@@ -213,8 +231,15 @@ export function contractTable(fixture) {
 
     // forward: every error rejects, JS-visible or the core's.
     ['forward', ({ mha }) => mha.forward(query, key, value), RESOLVES],
+    ['forward: {data, dims} tensors and mask (onnxruntime-web, transformers.js)', ({ mha }) =>
+      mha.forward(dims(query), dims(key), { data: value.data, dims: value.shape },
+        { keyPaddingMask: { data: kpm.data, dims: kpm.shape } }), RESOLVES],
+    ['forward: query.dims not an array', ({ mha }) => mha.forward({ data: query.data, dims: 224 }, key, value),
+      REJECTS(/^query\.dims: expected a non-empty array of positive integers, received number 224$/)],
+    ['forward: query dims of another size', ({ mha }) => mha.forward(dims({ data: query.data, shape: [7, 16] }), key, value),
+      REJECTS(/^query: expected 112 elements for shape \(7, 16\), received 224$/)],
     ['forward: query a bare Float32Array', ({ mha }) => mha.forward(query.data, key, value),
-      REJECTS(/^query: expected a tensor \{data, shape\}, received a Float32Array of length 224$/)],
+      REJECTS(/^query: expected a tensor \{data, shape\} or \{data, dims\}, received a Float32Array of length 224$/)],
     ['forward: query data of the wrong length', ({ mha }) => mha.forward({ data: new Float32Array(3), shape: query.shape }, key, value),
       REJECTS(/^query: expected 224 elements for shape \(7, 2, 16\), received 3$/)],
     ['forward: a misspelt option', ({ mha }) => mha.forward(query, key, value, { needweights: false }),
@@ -301,8 +326,10 @@ export function contractTable(fixture) {
 
     // scaledDotProductAttention.
     ['sdpa', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4), RESOLVES],
+    ['sdpa: {data, dims} tensors and mask', ({ lib }) => lib.scaledDotProductAttention(dims(q4), dims(k4), dims(k4),
+      { attnMask: { data: new Uint8Array(15).fill(1), dims: [3, 5] } }), RESOLVES],
     ['sdpa: query a number', ({ lib }) => lib.scaledDotProductAttention(3, k4, k4),
-      REJECTS(/^query: expected a tensor \{data, shape\}, received number 3$/)],
+      REJECTS(/^query: expected a tensor \{data, shape\} or \{data, dims\}, received number 3$/)],
     ['sdpa: window null', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { window: null }), RESOLVES],
     ['sdpa: scale -1', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { scale: -1 }),
       REJECTS(/^scale: expected a positive number .*received number -1$/)],
