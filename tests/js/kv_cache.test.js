@@ -59,7 +59,7 @@ for (const build of BUILDS) {
       await rejects(mha.forward(rows(3, 4), rows(3, 4), null, { cache }),
         /key, value: expected two tensors or both null/);
       await rejects(mha.forward(rows(3, 4), null, null),
-        /key: expected a tensor \{data, shape\} or \{data, dims\}, received null/);
+        /^key, value: both null attends the keys of a cache only, and there is no cache: expected options\.cache, or two tensors$/);
       await rejects(cache.truncate(4), /truncate: expected a length in \[0, 3\]/);
       await rejects(cache.truncate(-1),
         /truncate: expected a length \(an integer >= 0\), received number -1/);

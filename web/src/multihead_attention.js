@@ -41,7 +41,7 @@ export function checkLoadStateDict(stateDict, options, parameters) {
                        describe(stateDict));
   }
   const shapes = new Map(parameters.map((p) => [o.prefix + p.name, p.shape]));
-  const { inside, outside } = checkStateDictEntries(stateDict, o.prefix, shapes);
+  const { inside, outside } = checkStateDictEntries(stateDict, o.prefix, shapes, name);
   return { options: o, inside, outside };
 }
 

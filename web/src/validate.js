@@ -132,8 +132,13 @@ export function checkTensor(tensor, name) {
 
 // key and value: two tensors, or both null with a cache (attend it only).
 export function checkKeyValue(key, value, cache) {
-  if (key === null && value === null && cache !== undefined && cache !== null) return;
-  if ((key === null || value === null) && cache !== undefined && cache !== null) {
+  const cached = cache !== undefined && cache !== null;
+  if (key === null && value === null) {
+    if (cached) return;
+    throw new MHAError('key, value: both null attends the keys of a cache only, and there is ' +
+                       'no cache: expected options.cache, or two tensors');
+  }
+  if ((key === null || value === null) && cached) {
     throw new MHAError('key, value: expected two tensors or both null (attend the cache ' +
                        `only), received key ${describe(key)} and value ${describe(value)}`);
   }

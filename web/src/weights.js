@@ -87,8 +87,9 @@ function isScalar(value) {
 // with their data ([name, tensor]); the others, and 0-d tensors, by shape
 // only ([name, {shape}], for the error that lists the nearest modules),
 // skipped when not tensors. A bare Float32Array is a parameter of known shape
-// (`shapes`, nn.MultiheadAttention's names) or else a 1-D tensor.
-export function checkStateDictEntries(stateDict, prefix, shapes) {
+// (`shapes`, nn.MultiheadAttention's names) or else a 1-D tensor. Errors are
+// named `${name}: ${key}` (name: the method's).
+export function checkStateDictEntries(stateDict, prefix, shapes, name) {
   const inside = [];
   const outside = [];
   for (const key of Object.keys(stateDict)) {
@@ -98,7 +99,7 @@ export function checkStateDictEntries(stateDict, prefix, shapes) {
     } else if (key.startsWith(prefix)) {
       const shape = shapes.get(key) ?? (value instanceof Float32Array && value.length > 0
         ? [value.length] : undefined);
-      inside.push([key, checkParameter(value, key, shape)]);
+      inside.push([key, checkParameter(value, `${name}: ${key}`, shape)]);
     } else if (value instanceof Float32Array && value.length > 0) {
       outside.push([key, { shape: [value.length] }]);
     } else if (value?.data instanceof Float32Array) {

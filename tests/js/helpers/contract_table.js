@@ -181,7 +181,13 @@ export function contractTable(fixture) {
     }, RESOLVES],
     ['load before any call: a bare array of the wrong length', (ctx) =>
       create(ctx).loadStateDict({ ...params, 'out_proj.bias': new Float32Array(15) }),
-    REJECTS(/^out_proj\.bias: expected 16 elements for shape \(16\), received 15$/)],
+    REJECTS(/^loadStateDict: out_proj\.bias: expected 16 elements for shape \(16\), received 15$/)],
+    ['loadStateDict: an entry that is not a tensor', (ctx) =>
+      create(ctx).loadStateDict({ ...params, in_proj_bias: 'zeros' }),
+    REJECTS(/^loadStateDict: in_proj_bias: expected a Float32Array or a tensor \{data, shape\} of shape \(48\), received the string 'zeros'$/)],
+    ['loadStateDict: a tensor entry with Float64Array data', (ctx) =>
+      create(ctx).loadStateDict({ ...params, 'out_proj.bias': { data: new Float64Array(16), shape: [16] } }),
+    REJECTS(/^loadStateDict: out_proj\.bias\.data: expected a Float32Array, received a Float64Array of length 16$/)],
     ['loadStateDict: not an object', (ctx) => create(ctx).loadStateDict('weights'),
       REJECTS(/loadStateDict: expected an object \{name: tensor\}, received the string 'weights'/)],
     ['loadStateDict: a parameter missing', (ctx) => {
@@ -250,6 +256,8 @@ export function contractTable(fixture) {
       REJECTS(/^cache: expected a KVCache from createKVCache of this library, received an object with keys \{\}$/)],
     ['forward: a disposed cache', (ctx) => forwardInto(ctx, disposed(cacheOf(ctx))),
       REJECTS(/^cache: expected a live KVCache, received one that was disposed$/)],
+    ['forward: key and value null without a cache', ({ mha }) => mha.forward(query, null, null),
+      REJECTS(/^key, value: both null attends the keys of a cache only, and there is no cache: expected options\.cache, or two tensors$/)],
     ['forward: key null, value a tensor, with a cache', (ctx) =>
       ctx.mha.forward(query, null, value, { cache: cacheOf(ctx) }), REJECTS(/^key, value: expected two tensors or both null/)],
     ['forward: value length differs from key length', ({ mha }) => mha.forward(query, key, zeros([6, 2, 16])),
@@ -330,6 +338,8 @@ export function contractTable(fixture) {
       { attnMask: { data: new Uint8Array(15).fill(1), dims: [3, 5] } }), RESOLVES],
     ['sdpa: query a number', ({ lib }) => lib.scaledDotProductAttention(3, k4, k4),
       REJECTS(/^query: expected a tensor \{data, shape\} or \{data, dims\}, received number 3$/)],
+    ['sdpa: key and value null without a cache', ({ lib }) => lib.scaledDotProductAttention(q4, null, null),
+      REJECTS(/^key, value: both null attends the keys of a cache only, and there is no cache/)],
     ['sdpa: window null', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { window: null }), RESOLVES],
     ['sdpa: scale -1', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { scale: -1 }),
       REJECTS(/^scale: expected a positive number .*received number -1$/)],
