@@ -199,7 +199,7 @@ class ProxiedObject {
       cache.connection === this.connection;
   }
 
-  // As the in-thread classes': a disposed object throws.
+  // As the in-thread classes': a disposed object throws (its calls reject: returnPromises).
   checkAlive(method) {
     this.life?.check(method);
   }
