@@ -16,6 +16,21 @@ export interface Mask {
   shape: number[];
 }
 
+/**
+ * Dims named `dims`, as onnxruntime-web's and transformers.js's Tensor have them: accepted
+ * wherever a Tensor or a Mask is (their `data` is typed as any of their dtypes' arrays: narrow it,
+ * e.g. `tensor as DimsTensor`, when it is float32 or bool).
+ */
+export interface DimsTensor<Data = Float32Array> {
+  readonly data: Data;
+  readonly dims: readonly number[];
+}
+
+/** An input tensor: {data, shape} or {data, dims}. */
+export type TensorInput = Tensor | DimsTensor;
+/** An input mask: {data, shape} or {data, dims}. */
+export type MaskInput = Mask | DimsTensor<Uint8Array | Float32Array>;
+
 export type BuildName = 'relaxed-simd-threaded' | 'simd-threaded' | 'simd';
 
 export interface LoadOptions {
@@ -218,8 +233,8 @@ export interface KVCache {
   readonly bytes: number;
   /**
    * Keeps the first n keys; resolves once done (calls run in order, so after the calls sent
-   * before it). n not an integer >= 0 throws; n > length rejects with MHAError, and so does,
-   * on a rolling cache, an n whose keys n - left .. n - 1 are no longer held.
+   * before it). n not an integer >= 0, n > length and, on a rolling cache, an n whose keys
+   * n - left .. n - 1 are no longer held reject with MHAError.
    */
   truncate(n: number): Promise<void>;
   /** truncate(0). */
@@ -228,11 +243,11 @@ export interface KVCache {
    * Beam search (Hugging Face's reorder_cache, index_select(0, beam_idx)): batch entry b becomes
    * the old entry indices[b]; entries may repeat and others be dropped. In place, without
    * allocating; resolves once done, in order with the other calls. Not an Int32Array of
-   * batchSize entries throws; an index outside [0, batchSize) rejects with MHAError, the cache
-   * left as it was.
+   * batchSize entries, or an index outside [0, batchSize), rejects with MHAError, the cache left
+   * as it was.
    */
   reorder(indices: Int32Array): Promise<void>;
-  /** Frees the cache's WASM memory; later use throws MHAError. */
+  /** Frees the cache's WASM memory; later getters throw MHAError, later calls reject with one. */
   dispose(): void;
 }
 
@@ -245,7 +260,7 @@ export interface ParameterSpec {
  * A state_dict: tensor names as saved (nn.MultiheadAttention's, or any layout of WeightLayout).
  * A bare Float32Array has its parameter's shape for nn.MultiheadAttention's names, else is 1-D.
  */
-export type StateDict = Record<string, Float32Array | Tensor>;
+export type StateDict = Record<string, Float32Array | TensorInput>;
 
 /**
  * How a checkpoint names one attention module's projections (README, "From PyTorch and Hugging
@@ -311,9 +326,9 @@ export type SafetensorsBytes = Uint8Array | ArrayBuffer | Array<Uint8Array | Arr
 
 export interface ForwardOptions {
   /** (N, S) or (S) unbatched; bool or additive. */
-  keyPaddingMask?: Mask;
+  keyPaddingMask?: MaskInput;
   /** (L, S) or (N * numHeads, L, S); bool or additive. */
-  attnMask?: Mask;
+  attnMask?: MaskInput;
   needWeights?: boolean;
   averageAttnWeights?: boolean;
   /** With a cache: query i may attend keys j <= cache.length + i (bottom-right). */
@@ -349,8 +364,8 @@ export interface MultiheadAttention {
   readonly memory: number;
   /**
    * Loads the module under options.prefix, in any layout. Resolves once loaded (await it); bad
-   * input JS can see throws, core errors (no module, an ambiguous layout, a shape that does not
-   * fit the configuration) reject with MHAError; a failed load changes nothing.
+   * input and the core's errors (no module, an ambiguous layout, a shape that does not fit the
+   * configuration) reject with MHAError; a failed load changes nothing.
    */
   loadStateDict(stateDict: StateDict, options?: WeightOptions): Promise<void>;
   /**
@@ -358,18 +373,18 @@ export interface MultiheadAttention {
    * BF16); tensors of other dtypes elsewhere never stop a load.
    */
   loadSafetensors(bytes: SafetensorsBytes, options?: WeightOptions): Promise<void>;
-  /** Bad input JS can see throws MHAError; the core's errors (shapes, the cache) reject. */
-  forward(query: Tensor, key: Tensor | null, value: Tensor | null, options?: ForwardOptions):
-    Promise<ForwardResult>;
+  /** Bad input and the core's errors (shapes, the cache) reject with MHAError. */
+  forward(query: TensorInput, key: TensorInput | null, value: TensorInput | null,
+    options?: ForwardOptions): Promise<ForwardResult>;
   /** A cache of this module's key/value heads for decoding. */
   createKVCache(options: KVCacheOptions): KVCache;
-  /** Frees the module's WASM memory; later calls throw MHAError. */
+  /** Frees the module's WASM memory; later getters throw MHAError, later calls reject with one. */
   dispose(): void;
 }
 
 export interface SdpaOptions {
   /** Broadcasts to (B, H, L, S); bool true = may attend (PyTorch 2.x). */
-  attnMask?: Mask;
+  attnMask?: MaskInput;
   isCausal?: boolean;
   /** Default 1 / sqrt(E). */
   scale?: number;
@@ -394,9 +409,11 @@ export interface HeapInfo {
 }
 
 /**
- * The same contract in the calling thread and through the proxy: bad input that JS can see (types,
- * shapes arrays, options, configs, disposed objects) throws MHAError synchronously; errors only
- * the core sees (shapes against the module, a cache's length, memory) reject with MHAError.
+ * The same contract in the calling thread and through the proxy, the Web platform's: a method that
+ * returns a Promise never throws; every error of it (bad input included: types, shapes, options,
+ * disposed objects, and what only the core sees: shapes against the module, a cache's length,
+ * memory) rejects with MHAError, so one `.catch()` or `try { await ... }` sees them all. The
+ * synchronous ones (createMultiheadAttention, createKVCache, getters) throw MHAError.
  */
 export interface MHALibrary {
   readonly info: Readonly<LibraryInfo>;
@@ -405,7 +422,7 @@ export interface MHALibrary {
    * cannot make (out of memory there) rejects its calls, and its getters throw, with that error.
    */
   createMultiheadAttention(config: MultiheadAttentionConfig): MultiheadAttention;
-  scaledDotProductAttention(query: Tensor, key: Tensor | null, value: Tensor | null,
+  scaledDotProductAttention(query: TensorInput, key: TensorInput | null, value: TensorInput | null,
     options?: SdpaOptions): Promise<Tensor>;
   /** A cache for scaledDotProductAttention. */
   createKVCache(options: SdpaKVCacheOptions): KVCache;
@@ -422,7 +439,10 @@ export interface MHALibrary {
 
 export function loadMHA(options?: LoadOptions): Promise<MHALibrary>;
 
-/** Thrown for bad input; the message names the argument, the expected and the received. */
+/**
+ * Bad input or a failure: thrown by synchronous methods and getters, the rejection of Promise
+ * ones. The message names the argument, the expected and the received.
+ */
 export class MHAError extends Error {
   name: 'MHAError';
 }

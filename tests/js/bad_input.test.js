@@ -1,6 +1,7 @@
-// The bad-input table: each bad call throws an MHAError naming the argument,
-// what was expected and what was received; the same module then still runs a
-// valid forward that matches PyTorch. On both WASM builds.
+// The bad-input table: each bad call fails with an MHAError (a rejection of a
+// Promise-returning method, a throw of the others) naming the argument, what was
+// expected and what was received; the same module then still runs a valid
+// forward that matches PyTorch. On both WASM builds.
 import { loadMHA } from '../../web/src/index.js';
 import { errorTableSuite } from './helpers/error_table.js';
 import { loadFixture, moduleConfig, stateDict } from './helpers/fixtures.js';
@@ -26,7 +27,7 @@ const withoutEntry = (name) => {
 // [what, (ctx) => the bad call, patterns the message must contain]
 const BAD_INPUTS = [
   ['query is a bare Float32Array', ({ mha }) => mha.forward(query.data, key, value),
-    [/query: expected a tensor \{data, shape\}, received a Float32Array/]],
+    [/query: expected a tensor \{data, shape\} or \{data, dims\}, received a Float32Array/]],
   ['query data is a Float64Array',
     ({ mha }) => mha.forward({ data: new Float64Array(224), shape: [7, 2, 16] }, key, value),
     [/query\.data: expected a Float32Array, received a Float64Array of length 224/]],

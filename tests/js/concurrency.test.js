@@ -70,17 +70,17 @@ for (const build of BUILDS) {
       }
     });
 
-    test('dispose() while forwards are pending: they resolve, later calls throw', async () => {
+    test('dispose() while forwards are pending: they resolve, later calls reject', async () => {
       const lib = await loadMHA({ build });
       const [m1, m2] = makeModules(lib);
       const x = randomTensor([9, 2, 16], 10);
       const expected = await m1.forward(x, x, x);
       const before = Array.from({ length: 5 }, () => m1.forward(x, x, x));
       m1.dispose();
-      assert.throws(() => m1.forward(x, x, x), (e) => e instanceof MHAError && /disposed/.test(e.message));
+      await assert.rejects(m1.forward(x, x, x), (e) => e instanceof MHAError && /disposed/.test(e.message));
       m1.dispose();   // a second dispose() is a no-op
       for (const result of await Promise.all(before)) assert.ok(sameBits(result, expected));
-      assert.throws(() => m1.loadStateDict({}), MHAError);
+      await assert.rejects(m1.loadStateDict({}), MHAError);
       // The library and its other modules are unaffected.
       const q = randomTensor([2, 70, 32], 11);
       const k = randomTensor([2, 33, 8], 12);

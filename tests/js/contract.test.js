@@ -1,15 +1,19 @@
 // The contract table (helpers/contract_table.js) in the calling thread, each
 // row as expected, and in a worker_threads worker, row by row the same; the
 // proxy's run in Chromium is tests/e2e/contract.test.mjs. Plus the failed
-// create that JS cannot see (out of memory): in the calling thread it throws.
+// create that JS cannot see (out of memory): in the calling thread it throws;
+// and every method the proxy forwards as a call (proxy_table.js), which
+// returns a Promise: given arguments it refuses, it rejects and does not throw.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { before, describe, test } from 'node:test';
 import { Worker } from 'node:worker_threads';
 import { MHAError, loadMHA } from '../../web/src/index.js';
+import { PROXIED } from '../../web/src/proxy_table.js';
 import {
   CONTRACT_FIXTURE, contractTable, runContract, unexpected,
 } from './helpers/contract_table.js';
+import { moduleConfig } from './helpers/fixture_data.js';
 import { loadFixture } from './helpers/fixtures.js';
 
 const fixture = loadFixture(CONTRACT_FIXTURE);
@@ -49,4 +53,27 @@ test('a module the core cannot allocate: create throws at once', async () => {
   assert.throws(() => lib.createMultiheadAttention({ embedDim: 20000, numHeads: 8 }),
     (error) => error instanceof MHAError &&
       /^createMultiheadAttention: config: not enough memory for the parameters$/.test(error.message));
+});
+
+test('every Promise method, given arguments it refuses or disposed, rejects with an MHAError and does not throw', async () => {
+  const lib = await loadMHA();
+  const mha = lib.createMultiheadAttention(moduleConfig(fixture.config));
+  const cache = mha.createKVCache({ batchSize: 1, maxLength: 4 });
+  const objects = { MHALibrary: lib, MultiheadAttention: mha, KVCache: cache };
+  const refused = [Symbol('bad'), null, 'x'];
+  const calls = (type, object) => Object.entries(PROXIED[type].calls).flatMap(([method, check]) =>
+    (check === null ? [] : [[`${type}.${method}`, () => object[method](...refused)]]));
+  const live = Object.entries(objects).flatMap(([type, object]) => calls(type, object));
+  mha.dispose();
+  cache.dispose();
+  const disposed = ['MultiheadAttention', 'KVCache'].flatMap((type) =>
+    Object.keys(PROXIED[type].calls).map((method) =>
+      [`${type}.${method} disposed`, () => objects[type][method]()]));
+  assert.ok(live.length >= 7 && disposed.length >= 6);
+  for (const [what, call] of [...live, ...disposed]) {
+    let returned;
+    assert.doesNotThrow(() => { returned = call(); }, what);
+    assert.ok(returned instanceof Promise, what);
+    await assert.rejects(returned, MHAError, what);
+  }
 });

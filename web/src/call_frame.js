@@ -7,7 +7,7 @@
 // shapes in the frame; they are copied out, then freed.
 import { checkStatus, sharedResult } from './core_call.js';
 import { alignUp, allocate, copyOutFloat32, heapViews, sourceBytes } from './heap.js';
-import { checkShape, numElements } from './validate.js';
+import { checkShape, numElements, shapeOf } from './validate.js';
 
 // The frame's layout in uint32 words (Frame::Layout, its one definition),
 // read once per module instance: { slots: the tensors' names in slot order,
@@ -33,13 +33,13 @@ const SCRATCH_BYTES = 1 << 16;
 const scratchBlocks = new WeakMap();   // wasm -> address
 
 // tensors: {query, key, value, keyPaddingMask, attnMask}, each a validated
-// tensor or mask, or absent. Reads every `data` and `shape` once (getters may
+// tensor or mask, or absent. Reads every `data` and shape once (getters may
 // run, and detach or resize buffers), then, with no JS left to run, lays out
 // the block: [frame | each distinct data array once, 16-byte aligned], the
 // tensors in the layout's slot order.
 function layOut(layout, tensors) {
   const read = layout.slots.map((name) => (tensors[name] == null ? undefined
-    : { data: tensors[name].data, shape: checkShape(Array.from(tensors[name].shape), 'tensor') }));
+    : { data: tensors[name].data, shape: checkShape(Array.from(shapeOf(tensors[name])), 'tensor') }));
   let words = layout.fixedWords;
   for (const t of read) {
     if (t === undefined) continue;

@@ -1,4 +1,5 @@
-// The one error type the package throws for bad input. Messages name the
+// The one error type of the package: thrown by its synchronous methods and
+// getters, the rejection of its Promise-returning ones. Messages name the
 // argument, what was expected and what was received.
 export class MHAError extends Error {
   constructor(message) {

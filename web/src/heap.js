@@ -4,7 +4,7 @@
 // cover the bytes wanted (reading a shared memory's buffer costs about a
 // microsecond) and made again from the current buffer otherwise.
 import { MHAError } from './errors.js';
-import { checkShape, numElements } from './validate.js';
+import { checkShape, numElements, shapeOf } from './validate.js';
 
 // The threaded build exports its shared memory; the other's HEAPU8 is
 // replaced on growth.
@@ -87,12 +87,12 @@ export class Heap {
   }
 
   // The binding's {ptr, shape} descriptor of a float32 tensor. `data` and
-  // `shape` are read once here, so a getter cannot pass the core a shape
+  // its shape are read once here, so a getter cannot pass the core a shape
   // larger than the block. Data seen before in this call is copied once.
   copyTensor(tensor) {
     const data = tensor.data;
     // Checked again: a getter may return other dims than validation saw.
-    const shape = checkShape(Array.from(tensor.shape), 'tensor');
+    const shape = checkShape(Array.from(shapeOf(tensor)), 'tensor');
     const byteLength = numElements(shape) * 4;
     let copy = this.copies.get(data);
     if (copy === undefined || copy.byteLength < byteLength) {

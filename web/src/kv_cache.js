@@ -6,7 +6,7 @@ import { checkStatus, newBinding, sharedResult } from './core_call.js';
 import { MHAError } from './errors.js';
 import { heapViews } from './heap.js';
 import { Lifetime } from './lifetime.js';
-import { settle } from './settle.js';
+import { returnPromises } from './promise_methods.js';
 import {
   checkBoolean, checkChoice, checkOptionsObject, checkPositiveInteger, describe,
 } from './validate.js';
@@ -50,7 +50,7 @@ export function checkCacheSize({ batchSize, maxLength, dtype }, numKVHeads, head
 }
 
 // truncate(n): n's type. Whether the cache holds n keys is the core's check
-// (through the proxy the length is not known synchronously): it rejects.
+// (through the proxy the length is not known synchronously).
 export function checkTruncate(n) {
   if (!Number.isSafeInteger(n) || n < 0) {
     throw new MHAError(`truncate: expected a length (an integer >= 0), received ${describe(n)}`);
@@ -58,7 +58,7 @@ export function checkTruncate(n) {
 }
 
 // reorder(indices): an Int32Array of batchSize entries. Whether each is in
-// [0, batchSize) is the core's check: it rejects.
+// [0, batchSize) is the core's check.
 export function checkReorder(indices, batchSize) {
   if (!(indices instanceof Int32Array)) {
     throw new MHAError(`reorder: indices: expected an Int32Array of batchSize (${batchSize}) ` +
@@ -103,44 +103,45 @@ export class KVCache {
   }
 
   // Keeps the first n keys (0 <= n <= length; rolling: the keys n - left ..
-  // n - 1 still held). A Promise, as through the proxy: n's type throws,
-  // the rest rejects.
+  // n - 1 still held).
   truncate(n) {
     const binding = this.checkAlive('truncate');
     checkTruncate(n);
-    return settle(() => {
-      const result = sharedResult(this.wasm);
-      checkStatus(binding.truncate(n, result), result, 'truncate');
-    });
+    const result = sharedResult(this.wasm);
+    checkStatus(binding.truncate(n, result), result, 'truncate');
   }
 
-  reset() { return this.truncate(0); }
+  reset() {
+    this.checkAlive('reset');
+    return this.truncate(0);
+  }
 
   // Beam search: entry b becomes the old entry indices[b]. The indices go
   // through the scratch block of call frames, so that a reorder allocates
-  // nothing. A Promise, as through the proxy: the array's type and length
-  // throw, an index out of range rejects.
+  // nothing.
   reorder(indices) {
     const binding = this.checkAlive('reorder');
     checkReorder(indices, this.options.batchSize);
-    return settle(() => {
-      const bytes = indices.byteLength;
-      const block = takeBlock(this.wasm, bytes);
-      const result = sharedResult(this.wasm);
-      try {
-        heapViews(this.wasm, block + bytes).u8.set(
-          new Uint8Array(indices.buffer, indices.byteOffset, bytes), block);
-        checkStatus(binding.reorder(block, indices.length, result), result, 'reorder');
-      } finally {
-        returnBlock(this.wasm, block, bytes);
-      }
-    });
+    const bytes = indices.byteLength;
+    const block = takeBlock(this.wasm, bytes);
+    const result = sharedResult(this.wasm);
+    try {
+      heapViews(this.wasm, block + bytes).u8.set(
+        new Uint8Array(indices.buffer, indices.byteOffset, bytes), block);
+      checkStatus(binding.reorder(block, indices.length, result), result, 'reorder');
+    } finally {
+      returnBlock(this.wasm, block, bytes);
+    }
   }
 
   dispose() {
     this.life.end();
   }
 }
+
+// Promises in both modes (through the proxy the cache's length is not known
+// synchronously): every error, bad input included, rejects.
+returnPromises(KVCache, ['truncate', 'reset', 'reorder']);
 
 // checkCache's `ours` in the calling thread: the caches of one WASM instance.
 export const cachesOf = (wasm) => (cache) => cache instanceof KVCache && cache.wasm === wasm;

@@ -10,7 +10,7 @@ import {
   checkTensor, describe,
 } from './validate.js';
 import { MHAError } from './errors.js';
-import { settle } from './settle.js';
+import { returnPromises } from './promise_methods.js';
 import { VERSION } from './version.js';
 import { checkShards, copyHeader } from './weights.js';
 
@@ -19,7 +19,7 @@ const SDPA_KEYS = ['attnMask', 'isCausal', 'scale', 'softcap', 'window', 'sinks'
 const SDPA_CACHE_KEYS = ['numKVHeads', 'headDim', 'vHeadDim'];
 
 // The JS-visible checks of scaledDotProductAttention (also run by the proxy's
-// client, so that bad input throws in the caller's thread); ours(cache):
+// client, so that bad input is refused in the caller's thread); ours(cache):
 // whether `cache` is a KVCache of this library.
 export function checkSdpa(query, key, value, options, ours) {
   const o = checkOptionsObject(options, 'scaledDotProductAttention options', SDPA_KEYS);
@@ -106,16 +106,15 @@ export class MHALibrary {
   }
 
   // torch.nn.functional.scaled_dot_product_attention (PyTorch 2.x): a bool
-  // attnMask is true where a query MAY attend. Bad input throws; the core's
-  // errors reject (as through the proxy).
+  // attnMask is true where a query MAY attend.
   scaledDotProductAttention(query, key, value, options) {
     const { attnMask, flags, numbers, cache, sinks, alibiSlopes } = checkSdpa(query, key, value,
       options, cachesOf(this.wasm));
-    return settle(() => callFrame(this.wasm, 'scaledDotProductAttention',
+    return callFrame(this.wasm, 'scaledDotProductAttention',
       { query, key, value, attnMask, sinks, alibiSlopes }, flags, numbers,
       // Checked again: the copy reads each tensor's getters once more.
       (frame, result) => this.wasm.scaledDotProductAttention(frame,
-        cache?.checkAlive('cache') ?? null, result)).output);
+        cache?.checkAlive('cache') ?? null, result)).output;
   }
 
   // The attention modules a checkpoint (one .safetensors file's bytes, or its
@@ -125,16 +124,17 @@ export class MHALibrary {
   // none of them: it comes from the model's config (num_attention_heads).
   listAttentionModules(bytes) {
     const shards = checkShards(bytes, 'listAttentionModules');
-    return settle(() => callCore(this.wasm, 'listAttentionModules', (heap, result) =>
-      this.wasm.listAttentionModules(shards.map((shard) => copyHeader(heap, shard)), result)));
+    return callCore(this.wasm, 'listAttentionModules', (heap, result) =>
+      this.wasm.listAttentionModules(shards.map((shard) => copyHeader(heap, shard)), result));
   }
 
   // Diagnostics: the WASM heap's top (sbrk), bytes malloc'd, memory size.
-  // A Promise, as through the proxy.
   heapInfo() {
-    return settle(() => {
-      const { heapTop, inUseBytes } = this.wasm.heapInfo();
-      return { heapTop, inUseBytes, memoryBytes: memoryBuffer(this.wasm).byteLength };
-    });
+    const { heapTop, inUseBytes } = this.wasm.heapInfo();
+    return { heapTop, inUseBytes, memoryBytes: memoryBuffer(this.wasm).byteLength };
   }
 }
+
+// Promises in both modes (through the proxy they cannot finish
+// synchronously): every error, bad input included, rejects.
+returnPromises(MHALibrary, ['scaledDotProductAttention', 'listAttentionModules', 'heapInfo']);

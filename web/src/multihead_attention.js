@@ -5,7 +5,7 @@ import { MHAError } from './errors.js';
 import { checkConfig, checkModuleCacheOptions, parametersOf } from './config.js';
 import { KVCache, cachesOf, checkCache } from './kv_cache.js';
 import { Lifetime } from './lifetime.js';
-import { settle } from './settle.js';
+import { returnPromises } from './promise_methods.js';
 import {
   checkBoolean, checkKeyValue, checkMask, checkOptionsObject, checkTensor, describe,
 } from './validate.js';
@@ -28,7 +28,7 @@ function checkPositions(positions) {
 }
 
 // The checks below are the JS-visible ones, also run by the proxy's client so
-// that bad input throws in the caller's thread.
+// that bad input is refused in the caller's thread.
 
 // { options, entries }: the core's weight options and the state_dict's
 // entries ([name, tensor] under the prefix, [name, {shape}] elsewhere);
@@ -41,7 +41,7 @@ export function checkLoadStateDict(stateDict, options, parameters) {
                        describe(stateDict));
   }
   const shapes = new Map(parameters.map((p) => [o.prefix + p.name, p.shape]));
-  const { inside, outside } = checkStateDictEntries(stateDict, o.prefix, shapes);
+  const { inside, outside } = checkStateDictEntries(stateDict, o.prefix, shapes, name);
   return { options: o, inside, outside };
 }
 
@@ -103,19 +103,16 @@ export class MultiheadAttention {
   // Float32Array has its parameter's shape for nn.MultiheadAttention's names
   // (in_proj_weight and q/k/v_proj_weight may stand for each other when
   // kdim == vdim == embedDim: give those as {data, shape}), else 1-D. Only
-  // the entries under the prefix are copied. A Promise, as through the proxy;
-  // bad input that JS sees throws.
+  // the entries under the prefix are copied.
   loadStateDict(stateDict, options) {
     const name = 'loadStateDict';
     const binding = this.checkAlive(name);
     const { options: o, inside, outside } =
       checkLoadStateDict(stateDict, options, this.parameterSpecs);
-    return settle(() => {
-      callCore(this.wasm, name, (heap, result) => binding.loadStateDict([
-        ...inside.map(([key, tensor]) => ({ name: key, ...heap.copyTensor(tensor) })),
-        ...outside.map(([key, { shape }]) => ({ name: key, ptr: 0, shape })),
-      ], o, result));
-    });
+    callCore(this.wasm, name, (heap, result) => binding.loadStateDict([
+      ...inside.map(([key, tensor]) => ({ name: key, ...heap.copyTensor(tensor) })),
+      ...outside.map(([key, { shape }]) => ({ name: key, ptr: 0, shape })),
+    ], o, result));
   }
 
   // bytes: a .safetensors file, or an array of them (the shards of one
@@ -125,14 +122,12 @@ export class MultiheadAttention {
     const name = 'loadSafetensors';
     const binding = this.checkAlive(name);
     const { options: o, shards } = checkLoadSafetensors(bytes, options);
-    return settle(() => {
-      callCore(this.wasm, name, (heap, result) => {
-        const headers = shards.map((shard) => copyHeader(heap, shard));
-        const code = binding.weightSources(headers, o, result);
-        if (code !== STATUS_OK) return code;
-        const tensors = copySources(heap, shards, result.value());
-        return binding.loadSafetensors(headers, o, tensors, result);
-      });
+    callCore(this.wasm, name, (heap, result) => {
+      const headers = shards.map((shard) => copyHeader(heap, shard));
+      const code = binding.weightSources(headers, o, result);
+      if (code !== STATUS_OK) return code;
+      const tensors = copySources(heap, shards, result.value());
+      return binding.loadSafetensors(headers, o, tensors, result);
     });
   }
 
@@ -146,21 +141,24 @@ export class MultiheadAttention {
       binding.createKVCache(cache, batchSize, maxLength, dtype, rolling, result));
   }
 
-  // Bad input throws; the core's errors reject (as through the proxy).
   forward(query, key, value, options) {
     this.checkAlive('forward');
     const { keyPaddingMask, attnMask, positions, flags, cache } = checkForward(query, key, value,
       options, cachesOf(this.wasm));
     // Again: a getter of an option or a tensor may have disposed the module.
     this.checkAlive('forward');
-    return settle(() => callFrame(this.wasm, 'forward',
+    return callFrame(this.wasm, 'forward',
       { query, key, value, keyPaddingMask, attnMask, positions }, flags, {},
       // And again: the copy reads each tensor's getters once more.
       (frame, result) => this.checkAlive('forward').forward(frame,
-        cache?.checkAlive('cache') ?? null, result)));
+        cache?.checkAlive('cache') ?? null, result));
   }
 
   dispose() {
     this.life.end();
   }
 }
+
+// They return Promises in both modes (through the proxy they cannot finish
+// synchronously): every error, bad input included, rejects.
+returnPromises(MultiheadAttention, ['loadStateDict', 'loadSafetensors', 'forward']);

@@ -11,6 +11,8 @@ import { ARRAY, ArraySender, checkAttached } from './proxy_arrays.js';
 import { ClientChannel } from './proxy_channel.js';
 import { HANDLE, PROXIED } from './proxy_table.js';
 import { Lifetime } from './lifetime.js';
+import { returnPromises } from './promise_methods.js';
+import { shapeKey } from './validate.js';
 import { moduleWorkerUrl } from './env_browser.js';
 
 function toError({ name, message }) {
@@ -21,8 +23,8 @@ function toError({ name, message }) {
 // Arguments as a message: proxied objects become handles, typed arrays
 // { [ARRAY]: index } into `arrays` (a Map of array -> index; self-attention
 // passes one array as query, key and value, and it is sent once; see
-// proxy_arrays.js), objects their properties (tensors' data and shape also
-// when they are getters of a class).
+// proxy_arrays.js), objects their properties (tensors' data and shape or dims
+// also when they are getters of a class, as onnxruntime-web's Tensor's data).
 function encode(value, objects, path, arrays) {
   if (ArrayBuffer.isView(value)) {
     if (!arrays.has(value)) {
@@ -38,7 +40,8 @@ function encode(value, objects, path, arrays) {
     return { [HANDLE]: value.handle };
   }
   const keys = new Set(Object.keys(value));
-  if ('data' in value && 'shape' in value) keys.add('data').add('shape');
+  const shape = shapeKey(value);
+  if ('data' in value && shape !== undefined) keys.add('data').add(shape);
   return Object.fromEntries([...keys].map((key) =>
     [key, encode(value[key], objects, `${path}.${key}`, arrays)]));
 }
@@ -196,7 +199,7 @@ class ProxiedObject {
       cache.connection === this.connection;
   }
 
-  // As the in-thread classes': a disposed object throws.
+  // As the in-thread classes': a disposed object throws (its calls reject: returnPromises).
   checkAlive(method) {
     this.life?.check(method);
   }
@@ -235,6 +238,7 @@ function clientClass(type) {
       return this.call(method, args);
     };
   }
+  returnPromises(Client, Object.keys(spec.calls));
   for (const [method, made] of Object.entries(spec.creates)) {
     Client.prototype[method] = function proxiedCreate(...args) {
       this.checkAlive(method);

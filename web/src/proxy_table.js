@@ -3,7 +3,8 @@
 // generic. Per class:
 //   calls:   methods that run in the worker and resolve to their result, each
 //            with the JS-visible check the in-thread method runs first (so
-//            bad input throws in the caller's thread too), or null;
+//            bad input is refused in the caller's thread, nothing sent), or
+//            null; like the in-thread ones, they never throw: errors reject;
 //   creates: methods that return a new proxied object synchronously (its
 //            class and check, whose result the client keeps as `checked`);
 //            it lives in the worker and is sent as a handle;

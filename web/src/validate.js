@@ -80,13 +80,24 @@ export function checkOptionsObject(options, name, allowedKeys) {
   return options;
 }
 
-export function checkShape(shape, name) {
+// A tensor's dims are its `shape`, or its `dims` (onnxruntime-web's and
+// transformers.js's Tensor): the name of the one it has (undefined: neither).
+export const shapeKey = (tensor) => ['shape', 'dims'].find((key) => key in tensor);
+export const shapeOf = (tensor) => tensor[shapeKey(tensor)];
+
+export function checkShape(shape, name, key = 'shape') {
   if (!Array.isArray(shape) || shape.length === 0 || !shape.every(isPositiveInteger)) {
     const received = Array.isArray(shape) ? `[${shape.map(String).join(', ')}]` : describe(shape);
     throw new MHAError(
-      `${name}.shape: expected a non-empty array of positive integers, received ${received}`);
+      `${name}.${key}: expected a non-empty array of positive integers, received ${received}`);
   }
   return shape;
+}
+
+// A tensor's dims, checked (named as the tensor names them).
+function checkShapeOf(tensor, name) {
+  const key = shapeKey(tensor);
+  return checkShape(tensor[key], name, key);
 }
 
 export function numElements(shape) {
@@ -103,26 +114,31 @@ function checkElementCount(data, shape, name) {
 
 function checkTensorObject(tensor, name) {
   if (tensor === null || typeof tensor !== 'object' || ArrayBuffer.isView(tensor) ||
-      !('data' in tensor) || !('shape' in tensor)) {
-    throw new MHAError(`${name}: expected a tensor {data, shape}, received ${describe(tensor)}`);
+      !('data' in tensor) || shapeKey(tensor) === undefined) {
+    throw new MHAError(`${name}: expected a tensor {data, shape} or {data, dims}, received ` +
+                       describe(tensor));
   }
 }
 
-// A float32 tensor {data: Float32Array, shape}.
+// A float32 tensor {data: Float32Array, shape (or dims)}.
 export function checkTensor(tensor, name) {
   checkTensorObject(tensor, name);
   if (!(tensor.data instanceof Float32Array)) {
     throw new MHAError(`${name}.data: expected a Float32Array, received ${describe(tensor.data)}`);
   }
-  checkShape(tensor.shape, name);
-  checkElementCount(tensor.data, tensor.shape, name);
+  checkElementCount(tensor.data, checkShapeOf(tensor, name), name);
   return tensor;
 }
 
 // key and value: two tensors, or both null with a cache (attend it only).
 export function checkKeyValue(key, value, cache) {
-  if (key === null && value === null && cache !== undefined && cache !== null) return;
-  if ((key === null || value === null) && cache !== undefined && cache !== null) {
+  const cached = cache !== undefined && cache !== null;
+  if (key === null && value === null) {
+    if (cached) return;
+    throw new MHAError('key, value: both null attends the keys of a cache only, and there is ' +
+                       'no cache: expected options.cache, or two tensors');
+  }
+  if ((key === null || value === null) && cached) {
     throw new MHAError('key, value: expected two tensors or both null (attend the cache ' +
                        `only), received key ${describe(key)} and value ${describe(value)}`);
   }
@@ -130,7 +146,7 @@ export function checkKeyValue(key, value, cache) {
   checkTensor(value, 'value');
 }
 
-// undefined, or {data: Uint8Array (bool) | Float32Array (additive), shape}.
+// undefined, or {data: Uint8Array (bool) | Float32Array (additive), shape (or dims)}.
 export function checkMask(mask, name) {
   if (mask === undefined || mask === null) return undefined;
   checkTensorObject(mask, name);
@@ -138,8 +154,7 @@ export function checkMask(mask, name) {
     throw new MHAError(`${name}.data: expected a Uint8Array (bool) or a Float32Array ` +
                        `(additive), received ${describe(mask.data)}`);
   }
-  checkShape(mask.shape, name);
-  checkElementCount(mask.data, mask.shape, name);
+  checkElementCount(mask.data, checkShapeOf(mask, name), name);
   return mask;
 }
 

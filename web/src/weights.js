@@ -6,7 +6,7 @@
 // enter the WASM heap).
 import { MHAError } from './errors.js';
 import {
-  checkBytes, checkOptionsObject, checkParameter, describe,
+  checkBytes, checkOptionsObject, checkParameter, describe, shapeOf,
 } from './validate.js';
 
 const LAYOUTS = ['auto', 'torch', 'qkv-linear', 'gpt2', 'neox'];
@@ -77,15 +77,19 @@ export function copySources(heap, shards, sources) {
 }
 
 // A 0-d tensor (a buffer such as GPT-2's masked_bias): no projection uses one.
-const isScalar = (value) => value?.data instanceof Float32Array && value.data.length === 1 &&
-  Array.isArray(value.shape) && value.shape.length === 0;
+function isScalar(value) {
+  if (!(value?.data instanceof Float32Array) || value.data.length !== 1) return false;
+  const shape = shapeOf(value);
+  return Array.isArray(shape) && shape.length === 0;
+}
 
 // A state_dict's entries as the binding takes them: those under the prefix
 // with their data ([name, tensor]); the others, and 0-d tensors, by shape
 // only ([name, {shape}], for the error that lists the nearest modules),
 // skipped when not tensors. A bare Float32Array is a parameter of known shape
-// (`shapes`, nn.MultiheadAttention's names) or else a 1-D tensor.
-export function checkStateDictEntries(stateDict, prefix, shapes) {
+// (`shapes`, nn.MultiheadAttention's names) or else a 1-D tensor. Errors are
+// named `${name}: ${key}` (name: the method's).
+export function checkStateDictEntries(stateDict, prefix, shapes, name) {
   const inside = [];
   const outside = [];
   for (const key of Object.keys(stateDict)) {
@@ -95,12 +99,14 @@ export function checkStateDictEntries(stateDict, prefix, shapes) {
     } else if (key.startsWith(prefix)) {
       const shape = shapes.get(key) ?? (value instanceof Float32Array && value.length > 0
         ? [value.length] : undefined);
-      inside.push([key, checkParameter(value, key, shape)]);
+      inside.push([key, checkParameter(value, `${name}: ${key}`, shape)]);
     } else if (value instanceof Float32Array && value.length > 0) {
       outside.push([key, { shape: [value.length] }]);
-    } else if (value?.data instanceof Float32Array && Array.isArray(value.shape) &&
-               value.shape.every((d) => Number.isSafeInteger(d) && d > 0)) {
-      outside.push([key, { shape: [...value.shape] }]);
+    } else if (value?.data instanceof Float32Array) {
+      const shape = shapeOf(value);
+      if (Array.isArray(shape) && shape.every((d) => Number.isSafeInteger(d) && d > 0)) {
+        outside.push([key, { shape: [...shape] }]);
+      }
     }
   }
   return { inside, outside };

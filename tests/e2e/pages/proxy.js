@@ -101,7 +101,7 @@ window.proxyTest = {
   },
 
   // A weight-layout fixture in two shards: the modules listed, the output of the module loaded
-  // with its { prefix, layout, names }, and the error an empty shard list throws here.
+  // with its { prefix, layout, names }, and the error an empty shard list rejects with.
   async shardedLayout(name) {
     const shards = await Promise.all([1, 2].map(async (i) => new Uint8Array(await (await fetch(
       `/tests/fixtures/layouts/${name}-0000${i}-of-00002.safetensors`)).arrayBuffer())));
@@ -113,7 +113,7 @@ window.proxyTest = {
     mha.dispose();
     let empty = { resolved: true };
     try {
-      lib.listAttentionModules([]);
+      await lib.listAttentionModules([]);
     } catch (error) {
       empty = errorOf(error);
     }
@@ -134,13 +134,7 @@ window.proxyTest = {
     const mha = await loadedModule();
     const pending = [forward(mha), forward(mha), forward(mha)];
     mha.dispose();
-    let later;
-    try {
-      mha.forward(query, key, value);
-      later = { threw: false };
-    } catch (error) {
-      later = { threw: true, ...errorOf(error) };
-    }
+    const later = await outcomeOf(() => mha.forward(query, key, value));
     return { results: (await Promise.all(pending)).map(plain), later };
   },
 
@@ -164,8 +158,8 @@ window.proxyTest = {
     return results.map((r) => ({ ...plain(r), length: r.length, held: r.held }));
   },
 
-  // cache.reorder in the worker: the array's type and length throw on the page, an index out of
-  // range rejects; a prefill, a reorder copying entry 1 into entry 0 and a step, sent without
+  // cache.reorder in the worker: the array's type and length (checked on the page) and an index
+  // out of range reject; a prefill, a reorder copying entry 1 into entry 0 and a step, sent without
   // waiting: the step's two rows (the same token) then differ by `rowDifference`.
   async reorder() {
     const cache = ctx.mha.createKVCache({ batchSize: 2, maxLength: 8 });

@@ -34,7 +34,9 @@ export async function outcomeOf(call, MHAError) {
     (error) => failure('rejects', error));
 }
 
-// fixture: CONTRACT_FIXTURE loaded. Rows: [what, (ctx) => the call's result,
+// fixture: CONTRACT_FIXTURE loaded. A method that returns a Promise never
+// throws: its errors, bad arguments included, reject; creates and getters
+// throw. Rows: [what, (ctx) => the call's result,
 // expected: { throws | rejects: pattern of the MHAError's message } or
 // { returns | resolves: true }]. A row runs synchronously up to its call:
 // what it sets up is not awaited (as an app that does not await).
@@ -52,6 +54,16 @@ export function contractTable(fixture) {
   const q4 = zeros([2, 4, 3, 8]);
   const k4 = zeros([2, 4, 5, 8]);
   const sdpaCache = { batchSize: 2, numKVHeads: 4, headDim: 8, maxLength: 8 };
+  // A tensor as onnxruntime-web's Tensor is one: `dims`, `data` a getter of its class.
+  class DimsTensor {
+    constructor({ data, shape }) {
+      Object.assign(this, { cpuData: data, dataLocation: 'cpu', type: 'float32', dims: shape, size: data.length });
+    }
+
+    get data() { return this.cpuData; }
+  }
+  const dims = (t) => new DimsTensor(t);
+  const kpm = tensor('input.key_padding_mask');
 
   // Objects a row makes, disposed after the table.
   const made = (ctx, object) => {
@@ -157,13 +169,27 @@ export function contractTable(fixture) {
     ['parameters of a disposed module', (ctx) => disposed(create(ctx)).parameters,
       THROWS(/^mha\.parameters: expected a live module, received one that was disposed$/)],
 
-    // loadStateDict / loadSafetensors, before any call on the module.
+    // loadStateDict / loadSafetensors, before any call on the module: every error rejects.
     ['load before any call', (ctx) => create(ctx).loadStateDict(params), RESOLVES],
+    ['loadStateDict: {data, dims} entries', (ctx) => create(ctx).loadStateDict(Object.fromEntries(
+      Object.entries(params).map(([name, data]) => [name, { data, dims: [data.length] }]))),
+    REJECTS(/^loadStateDict: .*in_proj_weight/)],
+    ['loadStateDict: {data, dims} entries of their shapes', (ctx) => {
+      const mha = create(ctx);
+      return mha.loadStateDict(Object.fromEntries(mha.parameters.map(({ name, shape }) =>
+        [name, dims({ data: params[name], shape })])));
+    }, RESOLVES],
     ['load before any call: a bare array of the wrong length', (ctx) =>
       create(ctx).loadStateDict({ ...params, 'out_proj.bias': new Float32Array(15) }),
-    THROWS(/^out_proj\.bias: expected 16 elements for shape \(16\), received 15$/)],
+    REJECTS(/^loadStateDict: out_proj\.bias: expected 16 elements for shape \(16\), received 15$/)],
+    ['loadStateDict: an entry that is not a tensor', (ctx) =>
+      create(ctx).loadStateDict({ ...params, in_proj_bias: 'zeros' }),
+    REJECTS(/^loadStateDict: in_proj_bias: expected a Float32Array or a tensor \{data, shape\} of shape \(48\), received the string 'zeros'$/)],
+    ['loadStateDict: a tensor entry with Float64Array data', (ctx) =>
+      create(ctx).loadStateDict({ ...params, 'out_proj.bias': { data: new Float64Array(16), shape: [16] } }),
+    REJECTS(/^loadStateDict: out_proj\.bias\.data: expected a Float32Array, received a Float64Array of length 16$/)],
     ['loadStateDict: not an object', (ctx) => create(ctx).loadStateDict('weights'),
-      THROWS(/loadStateDict: expected an object \{name: tensor\}, received the string 'weights'/)],
+      REJECTS(/loadStateDict: expected an object \{name: tensor\}, received the string 'weights'/)],
     ['loadStateDict: a parameter missing', (ctx) => {
       const { 'out_proj.bias': _, ...rest } = params;
       return create(ctx).loadStateDict(rest);
@@ -198,41 +224,52 @@ export function contractTable(fixture) {
       create(ctx, { ...config, sinks: true }).loadStateDict(params),
     REJECTS(/sinks: not in the checkpoint, and the module was created with sinks$/)],
     ['loadSafetensors: a string', (ctx) => create(ctx).loadSafetensors('model.safetensors'),
-      THROWS(/loadSafetensors: bytes: expected a Uint8Array or an ArrayBuffer/)],
+      REJECTS(/loadSafetensors: bytes: expected a Uint8Array or an ArrayBuffer/)],
     ['loadSafetensors: an unknown layout', (ctx) => create(ctx).loadSafetensors(fixture.bytes, { layout: 'keras' }),
-      THROWS(/loadSafetensors: layout: expected one of/)],
+      REJECTS(/loadSafetensors: layout: expected one of/)],
     ['loadSafetensors: bytes that are not a safetensors file', (ctx) => create(ctx).loadSafetensors(new Uint8Array(20)),
       REJECTS(/^loadSafetensors: /)],
     ['loadSafetensors', (ctx) => create(ctx).loadSafetensors(fixture.bytes, { prefix: 'param.' }), RESOLVES],
+    ['loadSafetensors on a disposed module', (ctx) => disposed(create(ctx)).loadSafetensors(fixture.bytes),
+      REJECTS(/^loadSafetensors: expected a live module, received one that was disposed$/)],
     ['loadStateDict on a disposed module', (ctx) => disposed(create(ctx)).loadStateDict(params),
-      THROWS(/^loadStateDict: expected a live module, received one that was disposed$/)],
+      REJECTS(/^loadStateDict: expected a live module, received one that was disposed$/)],
 
-    // forward: JS-visible errors throw, the core's reject.
+    // forward: every error rejects, JS-visible or the core's.
     ['forward', ({ mha }) => mha.forward(query, key, value), RESOLVES],
+    ['forward: {data, dims} tensors and mask (onnxruntime-web, transformers.js)', ({ mha }) =>
+      mha.forward(dims(query), dims(key), { data: value.data, dims: value.shape },
+        { keyPaddingMask: { data: kpm.data, dims: kpm.shape } }), RESOLVES],
+    ['forward: query.dims not an array', ({ mha }) => mha.forward({ data: query.data, dims: 224 }, key, value),
+      REJECTS(/^query\.dims: expected a non-empty array of positive integers, received number 224$/)],
+    ['forward: query dims of another size', ({ mha }) => mha.forward(dims({ data: query.data, shape: [7, 16] }), key, value),
+      REJECTS(/^query: expected 112 elements for shape \(7, 16\), received 224$/)],
     ['forward: query a bare Float32Array', ({ mha }) => mha.forward(query.data, key, value),
-      THROWS(/^query: expected a tensor \{data, shape\}, received a Float32Array of length 224$/)],
+      REJECTS(/^query: expected a tensor \{data, shape\} or \{data, dims\}, received a Float32Array of length 224$/)],
     ['forward: query data of the wrong length', ({ mha }) => mha.forward({ data: new Float32Array(3), shape: query.shape }, key, value),
-      THROWS(/^query: expected 224 elements for shape \(7, 2, 16\), received 3$/)],
+      REJECTS(/^query: expected 224 elements for shape \(7, 2, 16\), received 3$/)],
     ['forward: a misspelt option', ({ mha }) => mha.forward(query, key, value, { needweights: false }),
-      THROWS(/forward options: unknown option 'needweights'/)],
+      REJECTS(/forward options: unknown option 'needweights'/)],
     ['forward: isCausal a number', ({ mha }) => mha.forward(query, key, value, { isCausal: 1 }),
-      THROWS(/^isCausal: expected true or false, received number 1$/)],
+      REJECTS(/^isCausal: expected true or false, received number 1$/)],
     ['forward: cache not a KVCache', ({ mha }) => mha.forward(query, key, value, { cache: {} }),
-      THROWS(/^cache: expected a KVCache from createKVCache of this library, received an object with keys \{\}$/)],
+      REJECTS(/^cache: expected a KVCache from createKVCache of this library, received an object with keys \{\}$/)],
     ['forward: a disposed cache', (ctx) => forwardInto(ctx, disposed(cacheOf(ctx))),
-      THROWS(/^cache: expected a live KVCache, received one that was disposed$/)],
+      REJECTS(/^cache: expected a live KVCache, received one that was disposed$/)],
+    ['forward: key and value null without a cache', ({ mha }) => mha.forward(query, null, null),
+      REJECTS(/^key, value: both null attends the keys of a cache only, and there is no cache: expected options\.cache, or two tensors$/)],
     ['forward: key null, value a tensor, with a cache', (ctx) =>
-      ctx.mha.forward(query, null, value, { cache: cacheOf(ctx) }), THROWS(/^key, value: expected two tensors or both null/)],
+      ctx.mha.forward(query, null, value, { cache: cacheOf(ctx) }), REJECTS(/^key, value: expected two tensors or both null/)],
     ['forward: value length differs from key length', ({ mha }) => mha.forward(query, key, zeros([6, 2, 16])),
       REJECTS(/value: expected shape \(7, 2, 16\).*got \(6, 2, 16\)/)],
     ['forward before the parameters are loaded', (ctx) => create(ctx).forward(query, key, value),
       REJECTS(/^forward: parameters not loaded: in_proj_weight/)],
     ['forward on a disposed module', (ctx) => disposed(create(ctx)).forward(query, key, value),
-      THROWS(/^forward: expected a live module, received one that was disposed$/)],
+      REJECTS(/^forward: expected a live module, received one that was disposed$/)],
     ['forward: an option getter that disposes the module', (ctx) => {
       const mha = create(ctx);
       return mha.forward(query, key, value, { get needWeights() { mha.dispose(); return true; } });
-    }, THROWS(/^forward: expected a live module, received one that was disposed$/)],
+    }, REJECTS(/^forward: expected a live module, received one that was disposed$/)],
     ['forward: more keys than the cache holds', (ctx) =>
       ctx.mha.forward(query, key, value, { cache: made(ctx, ctx.mha.createKVCache({ batchSize: 2, maxLength: 4 })) }),
     REJECTS(/cache: appending 7 keys to a cache holding 0 would exceed its max_length 4/)],
@@ -264,7 +301,8 @@ export function contractTable(fixture) {
     ['cache getters of a disposed cache', (ctx) => disposed(cacheOf(ctx)).maxLength,
       THROWS(/^cache\.maxLength: expected a live KVCache, received one that was disposed$/)],
 
-    // truncate: n's type throws; n beyond what the cache holds rejects (the core's check).
+    // truncate, reset, reorder: their arguments' types and what the core checks (n beyond what
+    // the cache holds, an index out of range) reject alike.
     ['truncate after an unawaited forward', (ctx) => {
       const cache = cacheOf(ctx);
       forwardInto(ctx, cache);
@@ -276,25 +314,40 @@ export function contractTable(fixture) {
       return cache.truncate(8);
     }, REJECTS(/^truncate: expected a length in \[0, 7\] \(the keys the cache holds\), got 8$/)],
     ['truncate beyond an empty cache', (ctx) => cacheOf(ctx).truncate(1), REJECTS(/^truncate: expected a length in \[0, 0\]/)],
-    ['truncate(-1)', (ctx) => cacheOf(ctx).truncate(-1), THROWS(/^truncate: expected a length \(an integer >= 0\), received number -1$/)],
-    ['truncate(1.5)', (ctx) => cacheOf(ctx).truncate(1.5), THROWS(/^truncate: expected a length .*received number 1\.5$/)],
-    ["truncate('1')", (ctx) => cacheOf(ctx).truncate('1'), THROWS(/^truncate: expected a length .*received the string '1'$/)],
+    ['truncate(-1)', (ctx) => cacheOf(ctx).truncate(-1), REJECTS(/^truncate: expected a length \(an integer >= 0\), received number -1$/)],
+    ['truncate(1.5)', (ctx) => cacheOf(ctx).truncate(1.5), REJECTS(/^truncate: expected a length .*received number 1\.5$/)],
+    ["truncate('1')", (ctx) => cacheOf(ctx).truncate('1'), REJECTS(/^truncate: expected a length .*received the string '1'$/)],
     ['reset', (ctx) => cacheOf(ctx).reset(), RESOLVES],
+    ['reset on a disposed cache', (ctx) => disposed(cacheOf(ctx)).reset(),
+      REJECTS(/^reset: expected a live KVCache, received one that was disposed$/)],
+    ['reorder', (ctx) => cacheOf(ctx).reorder(new Int32Array([1, 0])), RESOLVES],
+    ['reorder: an Array', (ctx) => cacheOf(ctx).reorder([1, 0]),
+      REJECTS(/^reorder: indices: expected an Int32Array of batchSize \(2\) entries, received an Array of length 2$/)],
+    ['reorder: one index for two entries', (ctx) => cacheOf(ctx).reorder(new Int32Array([0])),
+      REJECTS(/^reorder: indices: expected batchSize \(2\) entries, received 1$/)],
+    ['reorder: an index out of range', (ctx) => cacheOf(ctx).reorder(new Int32Array([0, 2])),
+      REJECTS(/^reorder: indices\[1\]: expected an index in \[0, 2\) \(the cache's batch_size\), got 2/)],
+    ['reorder on a disposed cache', (ctx) => disposed(cacheOf(ctx)).reorder(new Int32Array([1, 0])),
+      REJECTS(/^reorder: expected a live KVCache, received one that was disposed$/)],
     ['truncate on a disposed cache', (ctx) => disposed(cacheOf(ctx)).truncate(0),
-      THROWS(/^truncate: expected a live KVCache, received one that was disposed$/)],
+      REJECTS(/^truncate: expected a live KVCache, received one that was disposed$/)],
 
     // scaledDotProductAttention.
     ['sdpa', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4), RESOLVES],
+    ['sdpa: {data, dims} tensors and mask', ({ lib }) => lib.scaledDotProductAttention(dims(q4), dims(k4), dims(k4),
+      { attnMask: { data: new Uint8Array(15).fill(1), dims: [3, 5] } }), RESOLVES],
     ['sdpa: query a number', ({ lib }) => lib.scaledDotProductAttention(3, k4, k4),
-      THROWS(/^query: expected a tensor \{data, shape\}, received number 3$/)],
+      REJECTS(/^query: expected a tensor \{data, shape\} or \{data, dims\}, received number 3$/)],
+    ['sdpa: key and value null without a cache', ({ lib }) => lib.scaledDotProductAttention(q4, null, null),
+      REJECTS(/^key, value: both null attends the keys of a cache only, and there is no cache/)],
     ['sdpa: window null', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { window: null }), RESOLVES],
     ['sdpa: scale -1', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { scale: -1 }),
-      THROWS(/^scale: expected a positive number .*received number -1$/)],
+      REJECTS(/^scale: expected a positive number .*received number -1$/)],
     ['sdpa: cache not a KVCache', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { cache: {} }),
-      THROWS(/^cache: expected a KVCache from createKVCache of this library/)],
+      REJECTS(/^cache: expected a KVCache from createKVCache of this library/)],
     ['sdpa: a disposed cache', (ctx) => ctx.lib.scaledDotProductAttention(q4, k4, k4,
       { cache: disposed(made(ctx, ctx.lib.createKVCache(sdpaCache))) }),
-    THROWS(/^cache: expected a live KVCache, received one that was disposed$/)],
+    REJECTS(/^cache: expected a live KVCache, received one that was disposed$/)],
     ['sdpa: value length differs from key length', ({ lib }) =>
       lib.scaledDotProductAttention(q4, k4, zeros([2, 4, 6, 8])), REJECTS(/value: expected shape \(2, 4, 5, 8\).*got \(2, 4, 6, 8\)/)],
     ['sdpa with a cache, then truncate beyond it', (ctx) => {
@@ -306,9 +359,9 @@ export function contractTable(fixture) {
     // The library's other calls.
     ['listAttentionModules', ({ lib }) => lib.listAttentionModules(fixture.bytes), RESOLVES],
     ['listAttentionModules: a string', ({ lib }) => lib.listAttentionModules('model.safetensors'),
-      THROWS(/^listAttentionModules: bytes: expected a Uint8Array or an ArrayBuffer/)],
+      REJECTS(/^listAttentionModules: bytes: expected a Uint8Array or an ArrayBuffer/)],
     ['listAttentionModules: no shards', ({ lib }) => lib.listAttentionModules([]),
-      THROWS(/^listAttentionModules: bytes: .*received an empty array$/)],
+      REJECTS(/^listAttentionModules: bytes: .*received an empty array$/)],
     ['listAttentionModules: bytes that are not a safetensors file', ({ lib }) =>
       lib.listAttentionModules(new Uint8Array(20)), REJECTS(/^listAttentionModules: /)],
     ['heapInfo', ({ lib }) => lib.heapInfo().then((info) => Object.keys(info)), RESOLVES],

@@ -1,7 +1,9 @@
 // Compiled with `tsc --noEmit` against the packed package (package.test.js):
 // the declarations accept the documented API and reject misuse.
 import { loadMHA, MHAError } from 'mha-wasm';
-import type { AttentionModuleInfo, ForwardResult, KVCache, MHALibrary, Mask, Tensor } from 'mha-wasm';
+import type {
+  AttentionModuleInfo, DimsTensor, ForwardResult, KVCache, MHALibrary, Mask, Tensor,
+} from 'mha-wasm';
 
 export async function usage(): Promise<number> {
   const lib: MHALibrary = await loadMHA({ threads: 'auto', proxy: 'auto', wasmPaths: '/mha/' });
@@ -25,6 +27,11 @@ export async function usage(): Promise<number> {
   const mask: Mask = { data: new Uint8Array(2), shape: [1, 2] };
   const result: ForwardResult = await mha.forward(x, x, x, { keyPaddingMask: mask, isCausal: true });
   const sdpa: Tensor = await lib.scaledDotProductAttention(x, x, x, { scale: 0.5 });
+  // onnxruntime-web's and transformers.js's tensors: {data, dims}.
+  const d: DimsTensor = { data: x.data, dims: [1, 2, 8] };
+  await mha.forward(d, d, d, { attnMask: { data: new Float32Array(4), dims: [2, 2] } });
+  await lib.scaledDotProductAttention(d, d, d);
+  await mha.loadStateDict({ 'out_proj.bias': { data: new Float32Array(8), dims: [8] } });
   const gqa = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, numKVHeads: 1,
     rotary: { dim: 4, base: 10000, interleaved: false } });
   const ropeScaling = { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4,
