@@ -1,4 +1,4 @@
-// The error rule of Promise-returning methods (DESIGN.md, "Loading in real
+// The error rule of Promise-returning methods (docs/design.md, "Loading in real
 // apps", as WebIDL's): such a method never throws; every error of it, bad
 // arguments included, rejects the Promise it returns.
 
