@@ -1,6 +1,6 @@
 // The package as users get it: `npm pack`, installed offline into an empty
-// project in a temp dir, then the README's quickstart and its PyTorch / Hugging
-// Face path (save a model in Python, load one layer in JS) run there, and a
+// project in a temp dir, then the README's quickstart and docs/models.md's PyTorch /
+// Hugging Face path (save a model in Python, load one layer in JS) run there, and a
 // TypeScript usage example compiles against the declarations.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -13,18 +13,10 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { readSafetensors } from './helpers/safetensors.js';
 import { assertClose } from './helpers/fixtures.js';
+import { docBlock } from './helpers/docs.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PYTHON = '/usr/bin/python3';
-
-// The README's code blocks, found by the file name on their first line.
-function readmeBlock(firstLine) {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  for (const [, body] of readme.matchAll(/```\w*\n([\s\S]*?)```/g)) {
-    if (body.split('\n')[0].startsWith(firstLine)) return body;
-  }
-  throw new Error(`README.md has no code block starting with '${firstLine}'`);
-}
 
 function run(command, args, cwd) {
   return execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -99,17 +91,17 @@ describe('npm pack tarball in an empty project', () => {
   });
 
   test("README quickstart runs as written with import { loadMHA } from 'mha-wasm'", () => {
-    writeFileSync(join(project, 'quickstart.mjs'), readmeBlock('// quickstart.mjs'));
+    writeFileSync(join(project, 'quickstart.mjs'), docBlock('// quickstart.mjs'));
     const stdout = run('node', ['quickstart.mjs'], project);
     assert.match(stdout, /build: 'simd-threaded'/);
     assert.match(stdout, /target: 'WASM'/);
     assert.match(stdout, /\[ 5, 1, 8 \] \[ 1, 5, 5 \]/);
   });
 
-  test('README: a model saved with the three lines of Python, one layer loaded in JS, matches PyTorch',
+  test('docs/models.md: a model saved with the three lines of Python, one layer loaded in JS, matches PyTorch',
     { skip: !hasTorch() && 'no torch' }, async () => {
-      // A BERT-style model of four layers (the generator's module), the README's
-      // three lines, then PyTorch's output of layer 3's attention on the README's input.
+      // A BERT-style model of four layers (the generator's module), the guide's
+      // three lines, then PyTorch's output of layer 3's attention on the guide's input.
       symlinkSync(ROOT, join(project, 'mha-wasm'));
       const model = 'import sys; sys.path.insert(0, "mha-wasm/tests/fixtures")\n' +
         'import torch\n' +
@@ -124,10 +116,10 @@ describe('npm pack tarball in an empty project', () => {
         'with torch.no_grad():\n' +
         '    y = model.get_submodule("bert.encoder.layer.3.attention")(x, x, x)\n' +
         'write_safetensors("check.safetensors", {"y": ("F32", y)})\n';
-      writeFileSync(join(project, 'save_model.py'), model + readmeBlock('# save_model.py') + check);
+      writeFileSync(join(project, 'save_model.py'), model + docBlock('# save_model.py') + check);
       run(PYTHON, ['save_model.py'], project);
 
-      writeFileSync(join(project, 'load_layer.mjs'), readmeBlock('// load_layer.mjs'));
+      writeFileSync(join(project, 'load_layer.mjs'), docBlock('// load_layer.mjs'));
       const stdout = run('node', ['load_layer.mjs'], project);
       assert.match(stdout, /bert\.encoder\.layer\.3\.attention\./);
       assert.match(stdout, /\[ 1, 7, 768 \]/);

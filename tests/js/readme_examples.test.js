@@ -1,17 +1,17 @@
-// The README tells the truth: its benchmark summary is made from bench/RESULTS.md, and its
-// JavaScript examples run as written: each ```js block whose first line names a
-// file (`// quickstart.mjs ...`) is written into the repository (so that `import 'mha-wasm'`
-// resolves to this package by its own name) and run with Node; what its comments print
-// (`console.log(x);   // 16: ...`) is checked against what it printed.
+// The README and the guides tell the truth: the README's benchmark summary is made from
+// bench/RESULTS.md; the JavaScript examples of README.md and of every docs/*.md page run as
+// written: each ```js block whose first line names a file (`// quickstart.mjs ...`) is written into
+// the repository (so that `import 'mha-wasm'` resolves to this package by its own name) and run
+// with Node; what its comments print (`console.log(x);   // 16: ...`) is checked against what it
+// printed; and every relative link between the pages points at a file (and a heading) that exists.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, normalize } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { summary, withSummary } from '../../bench/lib/readme_summary.mjs';
+import { ROOT, docPages } from './helpers/docs.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const OUT = join(ROOT, 'build', 'readme-examples');
 
 // Examples that need what a test machine has not got, with the reason.
@@ -19,10 +19,11 @@ const NOT_RUN = {
   'load_layer.mjs': 'reads a Hugging Face checkpoint (bert-base-uncased) from disk',
 };
 
+// [{ page, name, code }] of every runnable example, in page order.
 function examples() {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  return [...readme.matchAll(/```js\n(\/\/ ([\w-]+\.mjs)[^\n]*\n[\s\S]*?)```/g)]
-    .map(([, code, name]) => ({ name, code }));
+  return docPages().flatMap(({ file, text }) =>
+    [...text.matchAll(/```js\n(\/\/ ([\w-]+\.mjs)[^\n]*\n[\s\S]*?)```/g)]
+      .map(([, code, name]) => ({ page: file, name, code })));
 }
 
 // The lines a block's `console.log(...);  // value` statements promise, in order: the comment's
@@ -42,20 +43,51 @@ test("the README's benchmark summary is the one bench/RESULTS.md gives", () => {
     'README.md is stale: run node bench/lib/readme_summary.mjs --write');
 });
 
-test('the README has the examples this test knows', () => {
-  const names = examples().map((e) => e.name);
-  for (const name of ['quickstart.mjs', 'decoding.mjs', 'beam_search.mjs', 'ragged_batch.mjs',
-    'rolling_chat.mjs', ...Object.keys(NOT_RUN)]) {
-    assert.ok(names.includes(name), `README.md has no example ${name}`);
+test('the README and the guides have the examples this test knows, each name once', () => {
+  const found = examples().map(({ page, name }) => `${page}: ${name}`);
+  for (const expected of ['README.md: quickstart.mjs', 'docs/getting-started.md: masks.mjs',
+    'docs/decoding.md: decoding.mjs', 'docs/generating.md: ragged_batch.mjs',
+    'docs/generating.md: beam_search.mjs', 'docs/generating.md: rolling_chat.mjs',
+    'docs/models.md: load_layer.mjs', 'docs/precision.md: precision.mjs']) {
+    assert.ok(found.includes(expected), `no example ${expected}; found:\n${found.join('\n')}`);
   }
+  const names = examples().map(({ name }) => name);
+  assert.deepEqual(names.filter((name, i) => names.indexOf(name) !== i), [], 'example names repeat');
 });
 
-for (const { name, code } of examples()) {
+// GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens.
+const anchor = (heading) => heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '')
+  .replace(/\s/g, '-');
+const withoutBlocks = (text) => text.replace(/```[\s\S]*?```/g, '');
+const withoutCode = (text) => withoutBlocks(text).replace(/`[^`\n]*`/g, '');
+const anchors = (text) => new Set(withoutBlocks(text).split('\n').filter((line) => /^#{1,6} /.test(line))
+  .map((line) => anchor(line.replace(/^#+ /, ''))));
+
+test('every relative link of the README and the guides points at a file and heading that exist', () => {
+  const broken = [];
+  let links = 0;
+  for (const { file, text } of docPages()) {
+    for (const [, target] of withoutCode(text).matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z]+:/.test(target)) continue;   // https:, mailto:
+      links++;
+      const [path, hash] = target.split('#');
+      const full = path ? normalize(join(ROOT, dirname(file), path)) : join(ROOT, file);
+      if (!existsSync(full)) broken.push(`${file}: ${target} (no such file)`);
+      else if (hash && full.endsWith('.md') && !anchors(readFileSync(full, 'utf8')).has(hash)) {
+        broken.push(`${file}: ${target} (no such heading)`);
+      }
+    }
+  }
+  assert.ok(links >= 20, `found ${links} relative links`);
+  assert.deepEqual(broken, []);
+});
+
+for (const { page, name, code } of examples()) {
   if (name in NOT_RUN) {
-    test(`README example ${name}`, { skip: NOT_RUN[name] }, () => {});
+    test(`${page} example ${name}`, { skip: NOT_RUN[name] }, () => {});
     continue;
   }
-  test(`README example ${name} runs and prints what it says`, () => {
+  test(`${page} example ${name} runs and prints what it says`, () => {
     mkdirSync(OUT, { recursive: true });
     const file = join(OUT, name);
     writeFileSync(file, code);
