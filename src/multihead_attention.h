@@ -129,7 +129,7 @@ std::vector<float> AlibiSlopes(int64_t num_heads);
 // .safetensors F16 or BF16), else float32 (a state_dict of floats). 16-bit
 // weights are converted in registers: results are bit-identical to widening
 // them at load. kInt8 quantizes at load, symmetric with one float32 scale per
-// output channel (max |w| / 127): approximate, see README "Precision".
+// output channel (max |w| / 127): approximate, see docs/precision.md.
 enum class WeightsDtype { kAuto, kFloat32, kFloat16, kBFloat16, kInt8 };
 
 struct MultiheadAttentionConfig {

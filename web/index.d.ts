@@ -119,7 +119,7 @@ export interface MultiheadAttentionConfig {
    */
   qkNorm?: QkNormConfig;
   /**
-   * How the projection weights are kept (README "Precision"): 'auto' (default) as the checkpoint
+   * How the projection weights are kept (docs/precision.md): 'auto' (default) as the checkpoint
    * stores them (F16/BF16 safetensors stay 16-bit; a state_dict of Float32Arrays is float32);
    * 'float16' / 'bfloat16' convert at load, with results bit-identical to widening them then;
    * 'int8' quantizes at load (symmetric, a float32 scale per output channel): approximate.
@@ -263,8 +263,8 @@ export interface ParameterSpec {
 export type StateDict = Record<string, Float32Array | TensorInput>;
 
 /**
- * How a checkpoint names one attention module's projections (README, "From PyTorch and Hugging
- * Face"): 'torch' (nn.MultiheadAttention), 'qkv-linear' (one nn.Linear per projection: q/k/v +
+ * How a checkpoint names one attention module's projections (docs/models.md, "From PyTorch and
+ * Hugging Face"): 'torch' (nn.MultiheadAttention), 'qkv-linear' (one nn.Linear per projection: q/k/v +
  * out_proj, W_q/W_k/W_v + W_o or W, query/key/value + fc_out, BERT, ViT, Llama, Whisper, T5's
  * q/k/v + o, or Phi-3's fused qkv_proj + o_proj), 'gpt2' (fused Conv1D c_attn + c_proj), 'neox'
  * (query_key_value fused and grouped per key/value head + dense: GPT-NeoX, Pythia, BLOOM, Falcon).

@@ -68,8 +68,8 @@ export const noCacheNotCompared = (w) =>
 // Elementwise tolerance against the float64 reference: docs/design.md's (1e-4 abs
 // or 1e-3 rel) for float32 caches and weights; float16 keys and values carry
 // 11 bits, bfloat16 ones 8 (a spacing 2^3 times wider); bfloat16 weights 8
-// bits (rounded at load from the float32 model); int8 weights README
-// "Precision"'s bound.
+// bits (rounded at load from the float32 model); int8 weights
+// docs/precision.md's bound.
 const TOLERANCES = { float32: { abs: 1e-4, rel: 1e-3 }, float16: { abs: 1e-3, rel: 1e-2 },
   bfloat16: { abs: 8e-3, rel: 8e-2 } };
 export function tolerance(w) {

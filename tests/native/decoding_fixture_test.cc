@@ -302,7 +302,7 @@ TEST_P(DecodingFixtureTest, EveryCallMatchesPyTorch) {
   if (decode_steps > 0) EXPECT_GT(mha::DecodeSplitCalls(), splits) << "no decode call split";
 }
 
-// int8 weights within the bound README "Precision" states, every call of
+// int8 weights within the bound docs/precision.md states, every call of
 // the schedule, single-threaded.
 TEST_P(DecodingFixtureTest, Int8WeightsWithinBound) {
   Fixture f;

@@ -104,7 +104,7 @@ struct Precision {
   double max_abs_error = 0.0;
 };
 // int8 weights (symmetric per output channel) on outputs of order 1: the
-// bound README "Precision" states (the fixture families' largest error
+// bound docs/precision.md states (the fixture families' largest error
 // against PyTorch's float32 is about 0.038, in the decoding fixtures).
 constexpr double kInt8AbsTolerance = 4e-2;
 constexpr double kInt8RelTolerance = 2e-2;

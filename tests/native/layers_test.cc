@@ -1,4 +1,4 @@
-// Includes inside src/ go one way (README, "Layout"): a file includes files
+// Includes inside src/ go one way (docs/development.md, "Layout"): a file includes files
 // of its own part or of a lower layer, never of a higher one or of a sibling.
 //   3  src/*.h (the public API) and src/core/ (what it declares)
 //   2  src/attention/ (policy around the kernels) | src/io/ (checkpoints): siblings

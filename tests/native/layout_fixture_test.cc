@@ -70,7 +70,7 @@ TEST_P(LayoutFixtureTest, LoadStateDictMatchesPyTorch) {
   ExpectOutput(fixture_, *module_, nullptr);
 }
 
-// int8 weights within the bound README "Precision" states.
+// int8 weights within the bound docs/precision.md states.
 TEST_P(LayoutFixtureTest, Int8WeightsWithinBound) {
   ScopedInt8Weights int8;
   ASSERT_OK(mha::MultiheadAttention::Create(fixture_.ModuleConfig(), &module_));

@@ -78,7 +78,7 @@ TEST_P(FixtureTest, MatchesPyTorch) {
   }
 }
 
-// int8 weights (quantized at load) within the bound README "Precision"
+// int8 weights (quantized at load) within the bound docs/precision.md
 // states, on every target, single-threaded.
 TEST_P(FixtureTest, Int8WeightsWithinBound) {
   Fixture f;

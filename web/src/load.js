@@ -90,5 +90,5 @@ export function warnIfThreadsOff(info, options) {
   warned = true;
   console.warn(`mha-wasm: running single-threaded: ${info.threadsOffReason}. For threads, serve ` +
                'the page with the headers Cross-Origin-Opener-Policy: same-origin and ' +
-               'Cross-Origin-Embedder-Policy: require-corp (see the README, "Use in a web app").');
+               'Cross-Origin-Embedder-Policy: require-corp (see docs/web-apps.md, "Threads and relaxed SIMD").');
 }
