@@ -3,8 +3,8 @@
 // (bench/child.mjs), the best of three medians per side; fails when a ratio
 // onnxruntime-web / ours falls below its floor in bench/guard.json after one
 // more measurement of that row. Ratios, not times: the peer runs on the same
-// host in the same minutes, so the floors hold from host to host (bench/README.md,
-// "The speed guard", says how they were set).
+// host in the same minutes, which cancels most of a host's speed, not all of it
+// (bench/README.md, "The speed guard", says on which hosts the floors were set).
 //   node bench/guard.mjs [row ids...]
 import fs from 'node:fs';
 import path from 'node:path';
