@@ -63,6 +63,14 @@ for line in "${BUILDS[@]}"; do
         exit 1
       fi
     done
+    # Emscripten 3.1.6 starts pthread workers as classic scripts; as module workers they run the
+    # worker script from its file (web/src/env_browser.js), so that a page's `worker-src 'self'`
+    # allows them, also where a bundler's dev server serves it with module syntax (Vite's).
+    sed -i 's/new Worker(pthreadMainJs)/new Worker(pthreadMainJs,{type:"module"})/' "dist/$name.mjs"
+    if ! grep -q 'new Worker(pthreadMainJs,{type:"module"})' "dist/$name.mjs"; then
+      echo "build_wasm: module worker patch did not apply to dist/$name.mjs" >&2
+      exit 1
+    fi
   fi
 done
 # Node's pthread worker script is CommonJS; the package is "type": "module".
