@@ -115,6 +115,12 @@ forEachBrowser((ctx) => {
       assertNoViolation(ctx, result, since);
     });
 
+  test("Trusted Types that do not allow the policy 'mha-wasm': the error says to add it",
+    { skip: ctx.name !== 'chromium' && 'only Chromium enforces Trusted Types' }, async () => {
+      const result = await runFramed(ctx, { policy: TRUSTED_TYPES.replace(/mha-wasm$/, 'other'), isolated: true });
+      for (const run of result.runs) assert.match(run.error, /MHAError: .*add mha-wasm to its trusted-types directive/);
+    });
+
   test('worker scripts served without COEP on an isolated site: they start from Blob URLs where blob: is allowed', async () => {
     const since = ctx.page.messageCount;
     const result = await runFramed(ctx, { policy: WITH_BLOB, isolated: true, withoutIsolation: WORKER_SCRIPTS });

@@ -147,6 +147,9 @@ async function fetchBytes(url) {
   return response.arrayBuffer();
 }
 
+const threadsNotStarted = (script, detail) =>
+  new MHAError(`mha-wasm: the engine's thread workers did not start: ${workerStartFailure(script)} (${detail})`);
+
 // Rejects if a worker of Emscripten's pool (`workers`, started from `script`) does not start,
 // before Emscripten's own onerror (which throws, leaving the module's promise pending).
 function poolStarted(workers, script) {
@@ -155,7 +158,7 @@ function poolStarted(workers, script) {
       worker.addEventListener('error', (event) => {
         if (event.message) return;   // a thread's own error: Emscripten's
         event.stopImmediatePropagation();
-        reject(new MHAError(`mha-wasm: the engine's thread workers did not start: ${workerStartFailure(script)}`));
+        reject(threadsNotStarted(script, 'its script did not load'));
       });
     }
   });
@@ -173,7 +176,14 @@ export async function instantiate(files) {
     mainScriptUrlOrBlob: files.js,
     locateFile: (name) => (name.endsWith('.worker.js') ? script.url : name),
   };
-  const instance = createModule(module);
   // Emscripten 3.1.6 makes its pool's workers as the module starts, and exports them as PThread.
+  // WebKit throws there for a worker that a Content-Security-Policy refuses; the others fire its
+  // error event.
+  let instance;
+  try {
+    instance = createModule(module);
+  } catch (error) {
+    throw script && error.name === 'SecurityError' ? threadsNotStarted(script, error.message) : error;
+  }
   return script ? Promise.race([instance, poolStarted(module.PThread.unusedWorkers, script)]) : instance;
 }
