@@ -115,8 +115,8 @@ export async function workerScript(url) {
 export function workerStartFailure({ file, blobBecause }) {
   if (blobBecause) {
     return `its script ${file} ran from a blob: URL since ${blobBecause}, and did not load: ` +
-           "a Content-Security-Policy must allow worker-src blob: (or serve the script from the " +
-           'page\'s origin with Cross-Origin-Embedder-Policy: require-corp)';
+           'a Content-Security-Policy must allow worker-src blob: (or serve the script from the ' +
+           "page's origin with Cross-Origin-Embedder-Policy: require-corp)";
   }
   return `its script ${file} did not load: check that it is served as JavaScript, that the ` +
          "page's Content-Security-Policy allows it (worker-src) and, on a cross-origin isolated " +
