@@ -87,8 +87,9 @@ async function fetchBytes(url) {
   return response.arrayBuffer();
 }
 
-// Instantiates one build from its files: { js, wasm, worker? } (absolute URLs).
-export async function instantiate(files) {
+// Instantiates one build from its files: { js, wasm, worker? } (absolute URLs);
+// settings: createModule's own (mhaPoolSize: the pthread Workers to start).
+export async function instantiate(files, settings) {
   const [{ default: createModule }, wasmBinary] = await Promise.all([
     import(/* webpackIgnore: true */ /* @vite-ignore */ files.js), fetchBytes(files.wasm)]);
   // The pthread workers (threaded build) run the worker script, which loads files.js; in
@@ -96,6 +97,7 @@ export async function instantiate(files) {
   // assets, module syntax as Vite's dev server serves it), through a Blob that imports it.
   const pthreadWorker = files.worker && importingWorkerUrl(files.worker);
   return createModule({
+    ...settings,
     wasmBinary,
     mainScriptUrlOrBlob: files.js,
     locateFile: (name) => (name.endsWith('.worker.js') ? pthreadWorker : name),
