@@ -32,11 +32,15 @@ function unrefWorkers(wasm) {
   }
 }
 
-export async function instantiate(files) {
-  // Emscripten 3.1.6 cannot read its .wasm under Node >= 18: hand it the bytes.
-  const [{ default: createModule }, wasmBinary] =
-    await Promise.all([import(files.js.href), readFile(files.wasm)]);
-  const wasm = await createModule({ wasmBinary });
+// settings: createModule's own (mhaPoolSize: the pthread Workers to start).
+export async function instantiate(files, settings) {
+  // Emscripten 3.1.6 cannot read its .wasm under Node >= 18: hand it the bytes. A server
+  // bundler (Next.js's webpack and Turbopack) that bundles this file leaves the import to Node:
+  // the glue finds its pthread worker script beside it, in dist/node/.
+  const [{ default: createModule }, wasmBinary] = await Promise.all([
+    import(/* webpackIgnore: true */ /* turbopackIgnore: true */ /* @vite-ignore */ files.js.href),
+    readFile(files.wasm)]);
+  const wasm = await createModule({ ...settings, wasmBinary });
   unrefWorkers(wasm);
   return wasm;
 }
