@@ -52,6 +52,11 @@ for line in "${BUILDS[@]}"; do
   cp "$dir/bindings/node/$name.mjs" dist/node/
   if [ "$threads" = true ]; then
     cp "$dir/bindings/browser/$name.worker.js" dist/
+    # Vite inlines assets under 4 KiB (build.assetsInlineLimit) as data: URLs, and a Worker does
+    # not start from one (only from its page's origin; it would take a Blob URL, worker-src blob:):
+    # the worker script, 2.3 KiB, gets a comment that says so and spaces past that size.
+    { printf '\n// Padded past 4 KiB so that bundlers ship this file as a file, not as a data: URL:'
+      head -c 4096 /dev/zero | tr '\0' ' '; echo; } >> "dist/$name.worker.js"
     cp "$dir/bindings/node/$name.worker.js" dist/node/
     # Emscripten 3.1.6 indexes the exception refcount with a signed shift
     # (Atomics.add(HEAP32, ptr >> 2)), which throws for exceptions above 2 GiB:
@@ -63,6 +68,14 @@ for line in "${BUILDS[@]}"; do
         exit 1
       fi
     done
+    # Emscripten 3.1.6 starts pthread workers as classic scripts; as module workers they run the
+    # worker script from its file (web/src/env_browser.js), so that a page's `worker-src 'self'`
+    # allows them, also where a bundler's dev server serves it with module syntax (Vite's).
+    sed -i 's/new Worker(pthreadMainJs)/new Worker(pthreadMainJs,{type:"module"})/' "dist/$name.mjs"
+    if ! grep -q 'new Worker(pthreadMainJs,{type:"module"})' "dist/$name.mjs"; then
+      echo "build_wasm: module worker patch did not apply to dist/$name.mjs" >&2
+      exit 1
+    fi
   fi
 done
 # Node's pthread worker script is CommonJS; the package is "type": "module".

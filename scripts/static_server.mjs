@@ -32,6 +32,8 @@ const CDN_HEADERS = {
   'Cross-Origin-Resource-Policy': 'cross-origin',
 };
 
+const REPORT_PATH = '/csp-report';
+
 // `extra` after the page's doctype (before it, the page would render in quirks mode).
 export function injectInto(html, extra) {
   const doctype = html.match(/^\s*<!doctype[^>]*>/i);
@@ -42,21 +44,35 @@ export function injectInto(html, extra) {
 // root: the folder served; servedDirs: when given, only these top-level folders are reachable;
 // startPage: where / redirects to (default: /index.html is served); cdn: send CDN_HEADERS;
 // inject: HTML put at the start of every .html page, after its doctype (the browser tests' agent);
-// csp: { policy, exempt }: every response but those of the URL paths in `exempt` carries
-// `Content-Security-Policy: policy` (scripts and workers too, as a site-wide header does), and
-// `inject` goes only into the exempt pages (a policy page would refuse the agent).
+// csp: { policy, exempt, reports? }: every response but those of the URL paths in `exempt`
+// carries `Content-Security-Policy: policy` (scripts and workers too, as a site-wide header does),
+// and `inject` goes only into the exempt pages (a policy page would refuse the agent); with
+// `reports` (an array), the policy asks for violation reports (`report-uri`, workers' too, which
+// a page's securitypolicyviolation listener does not hear), and each is pushed there.
+// withoutIsolation: URL paths served without the isolation headers on an isolated site (as
+// SvelteKit's adapter-node serves its static files).
 export function createStaticServer(root, {
   isolated = true, servedDirs = null, startPage = null, cdn = false, inject = null, csp = null,
+  withoutIsolation = [],
 } = {}) {
   const underPolicy = (urlPath) => csp !== null && !csp.exempt.includes(urlPath);
+  const policy = csp?.reports ? `${csp.policy}; report-uri ${REPORT_PATH}` : csp?.policy;
   function headersFor(path, urlPath) {
     return {
       'Content-Type': MIME_TYPES[extname(path)] ?? 'application/octet-stream',
       'Cache-Control': 'no-store',
-      ...(isolated ? ISOLATION_HEADERS : {}),
+      ...(isolated && !withoutIsolation.includes(urlPath) ? ISOLATION_HEADERS : {}),
       ...(cdn ? CDN_HEADERS : {}),
-      ...(underPolicy(urlPath) ? { 'Content-Security-Policy': csp.policy } : {}),
+      ...(underPolicy(urlPath) ? { 'Content-Security-Policy': policy } : {}),
     };
+  }
+
+  async function receiveReport(request, response) {
+    let body = '';
+    for await (const chunk of request) body += chunk;
+    csp.reports.push(JSON.parse(body)['csp-report'] ?? body);
+    response.writeHead(204);
+    response.end();
   }
 
   // Maps a URL path to a file under root, or null when it points elsewhere.
@@ -69,6 +85,10 @@ export function createStaticServer(root, {
 
   async function handle(request, response) {
     const url = new URL(request.url, 'http://localhost');
+    if (csp?.reports && url.pathname === REPORT_PATH && request.method === 'POST') {
+      await receiveReport(request, response);
+      return;
+    }
     if (url.pathname === '/' && startPage) {
       response.writeHead(302, { Location: startPage });
       response.end();

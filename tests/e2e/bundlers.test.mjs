@@ -5,7 +5,7 @@
 // fixture, and keep its main thread running during a forward of a few hundred milliseconds.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -49,6 +49,15 @@ before(async () => {
 
 after(() => {
   if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+// Vite inlines assets under 4 KiB as data: URLs, from which a Worker does not start (it would take
+// a Blob URL, and a Content-Security-Policy's worker-src blob:): the worker scripts are files.
+test('Vite build ships the worker scripts as files', () => {
+  const assets = readdirSync(join(outs['Vite build'], 'assets'));
+  for (const script of ['mha-proxy-worker', 'mha-simd-threaded.worker', 'mha-relaxed-simd-threaded.worker']) {
+    assert.ok(assets.some((name) => name.startsWith(`${script}-`)), `${script}: not among ${assets.join(', ')}`);
+  }
 });
 
 forEachBrowser((ctx) => {

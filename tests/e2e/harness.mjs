@@ -58,13 +58,16 @@ export function expectedBuild(spec, isolated) {
   return { build: spec.relaxedSimd ? 'relaxed-simd-threaded' : 'simd-threaded', threadsOffReason: null };
 }
 
-// Serves the repository's web/, dist/ (and tests/ with `tests`) on a free port, with the agent of
-// `browser` injected in its pages (with `csp`, a Content-Security-Policy: the pages it exempts,
-// see createStaticServer); resolves to { origin, stop }.
-export async function startServer(browser, { isolated = true, tests = false, csp = null } = {}) {
-  const server = createStaticServer(ROOT, {
+// Serves the repository's web/, dist/ (and tests/ with `tests`; from `root`, a folder laid out as
+// the repository, if given) on a free port, with the agent of `browser` injected in its pages
+// (with `csp`, a Content-Security-Policy: the pages it exempts, and `withoutIsolation`, see
+// createStaticServer); resolves to { origin, stop }.
+export async function startServer(browser, {
+  isolated = true, tests = false, csp = null, root = ROOT, withoutIsolation = [],
+} = {}) {
+  const server = createStaticServer(root, {
     isolated, servedDirs: ['web', 'dist', ...(tests ? ['tests'] : [])], startPage: '/web/demo/',
-    inject: browser.control.agentTag, csp,
+    inject: browser.control.agentTag, csp, withoutIsolation,
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   const origin = `http://127.0.0.1:${server.address().port}`;
@@ -80,14 +83,14 @@ export function recordBrowserInfo(browser, isolated, info) {
   writeFileSync(join(dir, `${browser.name}-${isolated ? 'isolated' : 'not-isolated'}.json`), `${JSON.stringify(row, null, 2)}\n`);
 }
 
-// For a test file: the page at `path` (with its query; served isolated or not, tests/ too with
-// `tests`, under a Content-Security-Policy with `csp`, see startServer) opened in each browser before its tests, ready once `ready(page)` resolves, and opened
+// For a test file: the page at `path` (with its query; served as startServer's options in the
+// rest of the second argument say) opened in each browser before its tests, ready once `ready(page)` resolves, and opened
 // afresh before a test when an earlier one found it stuck. `body(ctx)` declares the tests with
 // ctx.test, node:test's test(name, [options,] fn) except that a test which finds the page stuck
 // (a call unanswered, a wait run out) is run once more on a fresh page and says so in its
 // diagnostics; a second stall fails it. options.retryOnStuckPage: false turns that off (for a test
 // whose point is that nothing stalls). ctx.page, ctx.browser and ctx.origin are set by then.
-export function useTestPage(path, { isolated = true, tests = false, csp = null, ready }, body) {
+export function useTestPage(path, { ready, ...serve }, body) {
   forEachBrowser((ctx) => {
     let server;
     const open = async () => {
@@ -95,7 +98,7 @@ export function useTestPage(path, { isolated = true, tests = false, csp = null, 
       await ready(ctx.page);
     };
     before(async () => {
-      server = await startServer(ctx.browser, { isolated, tests, csp });
+      server = await startServer(ctx.browser, serve);
       ctx.origin = server.origin;
       await open();
     });

@@ -46,7 +46,7 @@ globalThis.Worker = class {
 
 async function connect(seed, pauseRate, loseRate = 0) {
   workerData = { seed: seed + 1, pauseRate, loseRate };
-  const connection = new Connection({}, { proxyWorker: FAKE_WORKER.href },
+  const connection = new Connection({}, {}, { url: FAKE_WORKER.href },
     new ClientChannel(pauses(seed, pauseRate)));
   await bounded(connection.loaded, 'the load');
   return connection;
@@ -136,7 +136,7 @@ describe('the proxy channel', () => {
   for (const channel of [true, false]) {
     test(`a call that cannot be sent rejects and leaves nothing pending (${channel ? 'with' : 'without'} a channel)`, async () => {
       workerData = { seed: 2, pauseRate: 0 };
-      const connection = new Connection({}, { proxyWorker: FAKE_WORKER.href },
+      const connection = new Connection({}, {}, { url: FAKE_WORKER.href },
         channel ? new ClientChannel() : null);
       try {
         await bounded(connection.loaded, 'the load');

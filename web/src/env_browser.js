@@ -27,6 +27,10 @@ function packagedFiles() {
   };
 }
 
+// What a relative URL is relative to: the page's base URL, or in a worker its script's. A
+// bundler may have left the package's URLs relative (Next.js has webpack and Turbopack do so).
+const absolute = (url) => new URL(url, globalThis.document?.baseURI ?? globalThis.location?.href).href;
+
 // The same files under `wasmPaths`, a base URL where dist/ is served (for
 // tools that copy no assets, and CDNs).
 function filesUnder(wasmPaths) {
@@ -35,22 +39,41 @@ function filesUnder(wasmPaths) {
   }
   let base = String(wasmPaths);
   if (!base.endsWith('/')) base += '/';
-  const at = (name) => new URL(name, new URL(base, globalThis.location?.href)).href;
+  const at = (name) => new URL(name, absolute(base)).href;
   return { ...buildFiles(at), proxyWorker: at('mha-proxy-worker.mjs') };
 }
 
+const absoluteAll = (files) => Object.fromEntries(Object.entries(files).map(([key, value]) =>
+  [key, typeof value === 'string' ? absolute(value) : absoluteAll(value)]));
+
 // { [build]: { js, wasm, worker? }, proxyWorker }: absolute URLs.
 export function fileUrls(wasmPaths) {
-  return wasmPaths === undefined ? packagedFiles() : filesUnder(wasmPaths);
+  return wasmPaths === undefined ? absoluteAll(packagedFiles()) : filesUnder(wasmPaths);
 }
 
 const sameOrigin = (url) => new URL(url).origin === globalThis.location?.origin;
 
+// Trusted Types (a Content-Security-Policy's `require-trusted-types-for 'script'`): a Worker's
+// script URL must come from a policy. The package's is named 'mha-wasm' (a `trusted-types`
+// directive must list it) and is only given the URLs made here: the package's worker scripts
+// and the Blob URLs that import them.
+let policy;
+function trusted(url) {
+  if (globalThis.trustedTypes === undefined) return url;
+  try {
+    policy ??= globalThis.trustedTypes.createPolicy('mha-wasm', { createScriptURL: (u) => u });
+  } catch (error) {
+    throw new MHAError("mha-wasm: the page's Content-Security-Policy refused the Trusted Types " +
+                       "policy 'mha-wasm' that the package starts its workers with; add mha-wasm " +
+                       `to its trusted-types directive (${error.message})`);
+  }
+  return policy.createScriptURL(url);
+}
+
 // A same-origin Blob worker script that imports `url` and hands it the messages that arrive
 // meanwhile (the script sets self.onmessage when it runs). By import(), not a static import:
-// WebKit fails a Blob module worker's static import of another origin on an isolated page, and
-// a classic worker (Emscripten's pthreads) has only import(). A failed import is thrown in a
-// task of its own, so that the page's worker.onerror hears of it.
+// WebKit fails a Blob module worker's static import of another origin on an isolated page. A
+// failed import is thrown in a task of its own, so that the creator's worker.onerror hears of it.
 function importingWorkerUrl(url) {
   const code = 'const early = []; self.onmessage = (event) => early.push(event);\n' +
     `import(${JSON.stringify(url)}).then(() => { for (const event of early) self.onmessage(event); },\n` +
@@ -58,9 +81,46 @@ function importingWorkerUrl(url) {
   return URL.createObjectURL(new Blob([code], { type: 'text/javascript' }));
 }
 
-// A Worker may only start from a same-origin script: for one on a CDN, a Blob that loads it.
-export function moduleWorkerUrl(url) {
-  return sameOrigin(url) ? url : importingWorkerUrl(url);
+// Whether the same-origin file at `url` lacks the Cross-Origin-Embedder-Policy that a worker's
+// script needs on a cross-origin isolated page (some servers send it with pages only, as
+// SvelteKit's adapter-node). Unknown (no answer to HEAD) counts as having it.
+async function lacksEmbedderPolicy(url) {
+  if (globalThis.crossOriginIsolated !== true) return false;
+  try {
+    const response = await fetch(url, { method: 'HEAD' });
+    const coep = response.headers.get('Cross-Origin-Embedder-Policy') ?? '';
+    return response.ok && !/^\s*(require-corp|credentialless)/.test(coep);
+  } catch {
+    return false;
+  }
+}
+
+// How a module Worker runs the package's script at `url`: { url, file, blobBecause } with `url`
+// for the Worker's constructor. The file itself where it can (a Content-Security-Policy's
+// `worker-src 'self'` allows it), else a Blob URL that imports it (`worker-src blob:`), and
+// `blobBecause` says why: a Worker starts only from its creator's origin (not a CDN's file, nor
+// a data: URL as Vite inlines small assets), and on a cross-origin isolated page from a script
+// with Cross-Origin-Embedder-Policy, which a Blob's inherits.
+export async function workerScript(url) {
+  let blobBecause = null;
+  if (!sameOrigin(url)) blobBecause = "it is not on the page's origin";
+  else if (await lacksEmbedderPolicy(url)) {
+    blobBecause = 'it is served without the header Cross-Origin-Embedder-Policy: require-corp, ' +
+                  'which a worker script of a cross-origin isolated page needs';
+  }
+  return { url: trusted(blobBecause ? importingWorkerUrl(url) : url), file: url, blobBecause };
+}
+
+// Why a Worker started from `script` (workerScript's) did not start, for an MHAError.
+export function workerStartFailure({ file, blobBecause }) {
+  if (blobBecause) {
+    return `its script ${file} ran from a blob: URL since ${blobBecause}, and did not load: ` +
+           "a Content-Security-Policy must allow worker-src blob: (or serve the script from the " +
+           'page\'s origin with Cross-Origin-Embedder-Policy: require-corp)';
+  }
+  return `its script ${file} did not load: check that it is served as JavaScript, that the ` +
+         "page's Content-Security-Policy allows it (worker-src) and, on a cross-origin isolated " +
+         'page, that it has the header Cross-Origin-Embedder-Policy: require-corp';
 }
 
 export function threadsOffReason() {
@@ -87,19 +147,45 @@ async function fetchBytes(url) {
   return response.arrayBuffer();
 }
 
-// Instantiates one build from its files: { js, wasm, worker? } (absolute URLs);
-// settings: createModule's own (mhaPoolSize: the pthread Workers to start).
+const threadsNotStarted = (script, detail) =>
+  new MHAError(`mha-wasm: the engine's thread workers did not start: ${workerStartFailure(script)} (${detail})`);
+
+// Rejects if a worker of Emscripten's pool (`workers`, started from `script`) does not start,
+// before Emscripten's own onerror (which throws, leaving the module's promise pending).
+function poolStarted(workers, script) {
+  return new Promise((resolve, reject) => {
+    for (const worker of workers) {
+      worker.addEventListener('error', (event) => {
+        if (event.message) return;   // a thread's own error: Emscripten's
+        event.stopImmediatePropagation();
+        reject(threadsNotStarted(script, 'its script did not load'));
+      });
+    }
+  });
+}
+
+// Instantiates one build from its files: { js, wasm, worker? } (absolute URLs); settings:
+// createModule's own (mhaPoolSize: the pthread Workers to start). The threaded builds' pool
+// workers run the worker script as module workers (scripts/build_wasm.sh), which imports
+// files.js: module syntax loads, as Vite's dev server serves it.
 export async function instantiate(files, settings) {
-  const [{ default: createModule }, wasmBinary] = await Promise.all([
-    import(/* webpackIgnore: true */ /* @vite-ignore */ files.js), fetchBytes(files.wasm)]);
-  // The pthread workers (threaded build) run the worker script, which loads files.js; in
-  // whatever form a bundler left it (same- or cross-origin, a data: URL as Vite inlines small
-  // assets, module syntax as Vite's dev server serves it), through a Blob that imports it.
-  const pthreadWorker = files.worker && importingWorkerUrl(files.worker);
-  return createModule({
+  const [{ default: createModule }, wasmBinary, script] = await Promise.all([
+    import(/* webpackIgnore: true */ /* @vite-ignore */ files.js), fetchBytes(files.wasm),
+    files.worker && workerScript(files.worker)]);
+  const module = {
     ...settings,
     wasmBinary,
     mainScriptUrlOrBlob: files.js,
-    locateFile: (name) => (name.endsWith('.worker.js') ? pthreadWorker : name),
-  });
+    locateFile: (name) => (name.endsWith('.worker.js') ? script.url : name),
+  };
+  // Emscripten 3.1.6 makes its pool's workers as the module starts, and exports them as PThread.
+  // WebKit throws there for a worker that a Content-Security-Policy refuses; the others fire its
+  // error event.
+  let instance;
+  try {
+    instance = createModule(module);
+  } catch (error) {
+    throw script && error.name === 'SecurityError' ? threadsNotStarted(script, error.message) : error;
+  }
+  return script ? Promise.race([instance, poolStarted(module.PThread.unusedWorkers, script)]) : instance;
 }

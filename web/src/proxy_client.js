@@ -14,7 +14,7 @@ import { Lifetime } from './lifetime.js';
 import { forget } from './load_once.js';
 import { returnPromises } from './promise_methods.js';
 import { shapeKey } from './validate.js';
-import { moduleWorkerUrl } from './env_browser.js';
+import { workerScript, workerStartFailure } from './env_browser.js';
 
 function toError({ name, message }) {
   if (name === 'MHAError') return new MHAError(message);
@@ -53,9 +53,10 @@ const sharedMemory = () => globalThis.crossOriginIsolated === true && typeof Sha
 // One worker and the calls pending in it, each named by an id (increasing). With a channel
 // (proxy_channel.js, whose comment states the protocol), one call is in the worker at a time:
 // the others wait in `queue`, their arrays copied at call time, and go by postMessage. A reply
-// settles its call by its id, whichever way it came. (A test passes its own channel.)
+// settles its call by its id, whichever way it came. `script`: how the worker starts
+// (env_browser.js's workerScript). (A test passes its own channel.)
 export class Connection {
-  constructor(options, files, channel = sharedMemory() ? new ClientChannel() : null) {
+  constructor(options, files, script, channel = sharedMemory() ? new ClientChannel() : null) {
     this.pending = new Map();   // id -> { resolve, reject, objects, message, arrays, staging }
     this.arrays = new ArraySender();
     this.channel = channel;
@@ -64,23 +65,43 @@ export class Connection {
     this.nextId = 1;
     this.nextHandle = 1;
     this.dead = null;           // the MHAError once the worker is gone
-    const lock = globalThis.navigator?.locks ? `mha-wasm-proxy-${Math.random().toString(36).slice(2)}` : null;
-    this.worker = new Worker(moduleWorkerUrl(files.proxyWorker), { type: 'module' });
-    this.worker.onmessage = ({ data }) => this.receive(data);
-    this.worker.onerror = (event) => {
-      event.preventDefault();
-      this.die(event.message || 'it failed to load or threw');
-    };
-    this.worker.onmessageerror = () => this.die('it sent a message that could not be read');
+    this.started = false;       // whether the worker has said anything (so its script ran)
     this.loaded = new Promise((resolve, reject) => { this.settleLoad = { resolve, reject }; });
-    this.worker.postMessage({ op: 'load', options: { threads: options.threads, build: options.build }, files,
-      lock, channel: this.channel?.buffer });
+    const lock = globalThis.navigator?.locks ? `mha-wasm-proxy-${Math.random().toString(36).slice(2)}` : null;
     this.loaded.then(() => {
       if (lock && !this.dead) navigator.locks.request(lock, () => this.die('it was terminated'));
     }, () => {});
+    this.worker = this.startWorker(script);
+    this.worker?.postMessage({ op: 'load', options: { threads: options.threads, build: options.build }, files,
+      lock, channel: this.channel?.buffer });
+  }
+
+  // The worker, started from `script`; null, and this connection dead, if it could not start.
+  startWorker(script) {
+    const notStarted = (detail) => this.die(new MHAError("mha-wasm: the engine's worker did not start: " +
+                                                         `${workerStartFailure(script)} (${detail})`));
+    let worker;
+    try {
+      worker = new Worker(script.url, { type: 'module' });
+    } catch (error) {
+      notStarted(error.message);
+      return null;
+    }
+    worker.onmessage = ({ data }) => {
+      this.started = true;
+      this.receive(data);
+    };
+    worker.onerror = (event) => {
+      event.preventDefault();
+      if (this.started) this.die(event.message || 'it threw');
+      else notStarted(event.message || 'its script did not load');
+    };
+    worker.onmessageerror = () => this.die('it sent a message that could not be read');
+    return worker;
   }
 
   receive(message) {
+    if (message.op === 'started') return;
     if (message.op === 'loaded') return this.settleLoad.resolve(message.info);
     if (message.op === 'failed') {
       this.settleLoad.reject(toError(message.error));
@@ -102,12 +123,13 @@ export class Connection {
     else call.resolve(message.value);
   }
 
+  // reason: why the worker stopped, or the MHAError to fail with.
   die(reason) {
     if (this.dead) return;
-    this.dead = new MHAError(`mha-wasm: the engine's worker stopped (${reason}); the calls ` +
-                             'pending failed and the modules made there are gone; the ' +
-                             "library's next call starts a new worker");
-    this.worker.terminate();
+    this.dead = reason instanceof MHAError ? reason : new MHAError(
+      `mha-wasm: the engine's worker stopped (${reason}); the calls pending failed and the ` +
+      "modules made there are gone; the library's next call starts a new worker");
+    this.worker?.terminate();
     this.settleLoad.reject(this.dead);
     for (const { reject } of this.pending.values()) reject(this.dead);
     this.pending.clear();
@@ -267,10 +289,10 @@ const CLIENT_CLASSES = Object.fromEntries(Object.keys(PROXIED).map((type) => [ty
 // The library: handle 0 of its connection, which is replaced after the
 // worker dies.
 class ProxiedLibrary extends CLIENT_CLASSES.MHALibrary {
-  constructor(connection, info, options, files) {
+  constructor(connection, info, options, files, script) {
     super(connection, 0, 'MHALibrary');
     this.info = Object.freeze({ ...info, proxy: true });
-    this.restart = () => new Connection(options, files);
+    this.restart = () => new Connection(options, files, script);
     this.disposed = false;
   }
 
@@ -299,7 +321,8 @@ class ProxiedLibrary extends CLIENT_CLASSES.MHALibrary {
 
 // Starts the worker and loads the engine there; resolves to the library.
 export async function startProxy(options, files) {
-  const connection = new Connection(options, files);
+  const script = await workerScript(files.proxyWorker);
+  const connection = new Connection(options, files, script);
   const info = await connection.loaded;
-  return new ProxiedLibrary(connection, info, options, files);
+  return new ProxiedLibrary(connection, info, options, files, script);
 }

@@ -1,6 +1,7 @@
 // The proxy's worker (bundled into dist/mha-proxy-worker.mjs): loads the
 // engine in this thread and runs the client's calls on the same objects the
-// in-thread API uses, one at a time in the order sent. Protocol:
+// in-thread API uses, one at a time in the order sent. Protocol (the worker first says
+// { op: 'started' }, so that the client tells a script that did not load from one that threw):
 //   { op: 'load', options, files, lock }      -> { op: 'loaded', info } | { op: 'failed', error }
 //   { op: 'call', id, target, method, args, create? }
 //                                             -> { op: 'reply', id, value | error, states }
@@ -126,3 +127,4 @@ serveWorker(self, {
   answer,
   transfer: (reply) => buffersIn(reply.value),
 });
+self.postMessage({ op: 'started' });

@@ -1,9 +1,9 @@
 // The package on a page served with a strict Content-Security-Policy (tests/e2e/csp.test.mjs
 // states it): loaded in the page's thread and through the proxy, a causal forward, then the same
 // tokens decoded one at a time through a KV cache. window.cspTest: { result, violations }, result
-// a Promise of { runs: [{ proxy, info, outputFinite, decodeError }] } or { error }; violations
-// every securitypolicyviolation the page has heard (each is dispatched in a task of its own, so
-// it may come after the error of the call it refused).
+// a Promise of { runs: [{ proxy, info, outputFinite, decodeError } or { proxy, error }] };
+// violations every securitypolicyviolation the page has heard (each is dispatched in a task of
+// its own, so it may come after the error of the call it refused).
 import { loadMHA } from '/web/src/browser.js';
 
 const violations = [];
@@ -39,13 +39,9 @@ async function run(proxy) {
   }
 }
 
+const attempt = (proxy) => run(proxy).catch((error) => ({ proxy, error: `${error.name}: ${error.message}` }));
+
 window.cspTest = {
   violations,
-  result: (async () => {
-    try {
-      return { runs: [await run(false), await run(true)] };
-    } catch (error) {
-      return { error: `${error.name}: ${error.message}` };
-    }
-  })(),
+  result: (async () => ({ runs: [await attempt(false), await attempt(true)] }))(),
 };
