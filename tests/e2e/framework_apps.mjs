@@ -49,7 +49,7 @@ function startServer(app, command, args, port, env = {}) {
     const poll = async () => {
       try {
         await fetch(url);
-        resolve({ url, output: () => output, stop: () => child.kill() });
+        resolve({ url, pid: child.pid, output: () => output, stop: () => child.kill() });
       } catch {
         setTimeout(poll, 200);
       }

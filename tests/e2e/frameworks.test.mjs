@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { loadMHA } from '../../web/src/index.js';
 import { assertClose } from '../js/helpers/fixtures.js';
+import { processStatus } from '../js/helpers/process_status.js';
 import { APPS, prepareApp, serveWithAgent } from './framework_apps.mjs';
 import { check } from './frameworks/check.js';
 import { ROOT, expectedBuild, forEachBrowser } from './harness.mjs';
@@ -29,6 +30,7 @@ function resultInHtml(html) {
 
 function assertReference(result, where) {
   assert.equal(result.error, undefined, `${where}: ${result.error}`);
+  assert.equal(result.loadedOnce, true, `${where}: two loadMHA() calls gave two libraries`);
   assertClose({ data: result.output, shape: [result.output.length] },
     { data: reference, shape: [reference.length] }, where);
 }
@@ -79,6 +81,18 @@ describe('servers', () => {
         assertReference(result, `${name} /${path}`);
       });
     }
+    // The server's OS threads and memory over 20 requests that each call loadMHA().
+    test(`${name}: 20 requests share one engine`, async (t) => {
+      const status = () => processStatus(servers[name].pid);
+      const url = new URL('api/forward', servers[name].url);
+      await (await fetch(url)).text();
+      const first = status();
+      for (let i = 0; i < 20; ++i) assert.equal((await fetch(url)).status, 200);
+      const last = status();
+      t.diagnostic(`${name}: threads ${first.threads} -> ${last.threads}, RSS ${first.rssMB.toFixed(0)} -> ${last.rssMB.toFixed(0)} MB`);
+      assert.ok(last.threads <= first.threads + 2, `threads ${first.threads} -> ${last.threads}`);
+      assert.ok(last.rssMB - first.rssMB < 100, `RSS ${first.rssMB.toFixed(0)} -> ${last.rssMB.toFixed(0)} MB`);
+    });
   }
 });
 

@@ -1,22 +1,15 @@
 // loadMHA() loads once per set of options, and lib.dispose() frees a library: its modules and
 // caches, its thread pool's Workers, its memory (docs/design.md, "Loading in real apps").
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { MHAError, loadMHA } from '../../web/src/index.js';
+import { processStatus } from './helpers/process_status.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc');
-
-// This process's OS threads and resident memory (MB), from /proc/self/status.
-function processStatus() {
-  const status = readFileSync('/proc/self/status', 'utf8');
-  const field = (name) => Number(status.match(new RegExp(`^${name}:\\s+(\\d+)`, 'm'))[1]);
-  return { threads: field('Threads'), rssMB: field('VmRSS') / 1024 };
-}
 
 // The status once terminated Workers have ended and collected memory is returned (both settle
 // some time after dispose()): polled until the thread count stops falling.

@@ -4,7 +4,8 @@
 const fill = (n, seed) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * 0.7311 + seed) * 0.5);
 
 export async function check(loadMHA) {
-  const lib = await loadMHA();
+  // Two calls, one library (and on a page one proxy worker: React StrictMode's second effect).
+  const [lib, again] = await Promise.all([loadMHA(), loadMHA()]);
   const E = 8;
   const mha = lib.createMultiheadAttention({ embedDim: E, numHeads: 2 });
   try {
@@ -15,7 +16,7 @@ export async function check(loadMHA) {
     const x = { data: fill(3 * E, 5), shape: [3, 1, E] };
     const { output } = await mha.forward(x, x, x, { needWeights: false });
     const { build, threads, proxy, threadsOffReason } = lib.info;
-    return { build, threads, proxy, threadsOffReason, output: Array.from(output.data) };
+    return { build, threads, proxy, threadsOffReason, loadedOnce: lib === again, output: Array.from(output.data) };
   } finally {
     mha.dispose();
   }
