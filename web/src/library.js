@@ -155,7 +155,10 @@ export class MHALibrary {
     if (this.wasm === null) return;
     forget(this);
     for (const life of [...livesOf(this.wasm)]) life.end();
-    this.wasm.PThread?.terminateAllThreads();
+    // The Workers themselves, not Emscripten's terminateAllThreads(), which first frees each
+    // running thread's stack in the heap while that thread may still be starting on it.
+    const pool = this.wasm.PThread;
+    if (pool) for (const worker of [...pool.unusedWorkers, ...pool.runningWorkers]) worker.terminate();
     this.wasm = null;
   }
 }
