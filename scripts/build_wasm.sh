@@ -68,9 +68,9 @@ for line in "${BUILDS[@]}"; do
         exit 1
       fi
     done
-    # Emscripten 3.1.6 starts pthread workers as classic scripts; as module workers they run the
-    # worker script from its file (web/src/env_browser.js), so that a page's `worker-src 'self'`
-    # allows them, also where a bundler's dev server serves it with module syntax (Vite's).
+    # Emscripten 3.1.6 starts pthread workers as classic scripts; they start as module workers,
+    # as the proxy's does, so that the worker script runs as a module whether a worker starts
+    # from its file or from a Blob URL that imports it (web/src/env_browser.js).
     sed -i 's/new Worker(pthreadMainJs)/new Worker(pthreadMainJs,{type:"module"})/' "dist/$name.mjs"
     if ! grep -q 'new Worker(pthreadMainJs,{type:"module"})' "dist/$name.mjs"; then
       echo "build_wasm: module worker patch did not apply to dist/$name.mjs" >&2

@@ -48,7 +48,8 @@ export interface LoadOptions {
   proxy?: 'auto' | boolean;
   /**
    * Browsers: the base URL where the files of the package's dist/ are served, for tools that copy
-   * no assets (esbuild, Rollup without an asset plugin) and CDNs. Ignored in Node.
+   * no assets (esbuild, Rollup without an asset plugin) and CDNs; a relative one is resolved
+   * against the page's base URL. Ignored in Node.
    */
   wasmPaths?: string | URL;
 }

@@ -17,6 +17,7 @@ import { BROWSERS, CHROMIUM, CHROMIUM_ARGS, browserNames } from './driver/browse
 import { ROOT, expectedBuild } from './harness.mjs';
 
 const SKIP = !browserNames().includes('chromium') && 'E2E_BROWSERS has no chromium';
+const RUN_TIMEOUT_MS = 180_000;
 
 // Chrome's id of an unpacked extension: its folder's SHA-256, the first 32 hex digits as a-p.
 const extensionId = (dir) => [...createHash('sha256').update(dir).digest('hex').slice(0, 32)]
@@ -48,7 +49,7 @@ after(async () => {
 });
 
 test('an extension page: loads with threads, forwards and decodes in the thread and through the proxy',
-  { skip: SKIP }, async () => {
+  { skip: SKIP, timeout: RUN_TIMEOUT_MS }, async () => {
     const page = context.pages()[0] ?? await context.newPage();
     const errors = [];
     page.on('pageerror', (error) => errors.push(error.message));

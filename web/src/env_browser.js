@@ -81,33 +81,39 @@ function importingWorkerUrl(url) {
   return URL.createObjectURL(new Blob([code], { type: 'text/javascript' }));
 }
 
-// Whether the same-origin file at `url` lacks the Cross-Origin-Embedder-Policy that a worker's
-// script needs on a cross-origin isolated page (some servers send it with pages only, as
-// SvelteKit's adapter-node). Unknown (no answer to HEAD) counts as having it.
-async function lacksEmbedderPolicy(url) {
-  if (globalThis.crossOriginIsolated !== true) return false;
+// Why the same-origin file at `url` cannot start a worker itself, or null. On a cross-origin
+// isolated page a worker's script needs Cross-Origin-Embedder-Policy (some servers send it with
+// pages only, as SvelteKit's adapter-node); asked by a HEAD request, unknown counts as having
+// it. With `importFree`, the script must not import statically: WebKit does not start a nested
+// module worker (a thread worker of the proxy's) from one, and Vite's dev server adds an import
+// to the thread worker script.
+async function cannotStart(url, importFree) {
+  if (globalThis.crossOriginIsolated !== true && !importFree) return null;
+  let response;
   try {
-    const response = await fetch(url, { method: 'HEAD' });
-    const coep = response.headers.get('Cross-Origin-Embedder-Policy') ?? '';
-    return response.ok && !/^\s*(require-corp|credentialless)/.test(coep);
+    response = await fetch(url, { method: importFree ? 'GET' : 'HEAD' });
   } catch {
-    return false;
+    return null;
   }
+  if (!response.ok) return null;
+  const coep = response.headers.get('Cross-Origin-Embedder-Policy') ?? '';
+  if (globalThis.crossOriginIsolated === true && !/^\s*(require-corp|credentialless)/.test(coep)) {
+    return 'it is served without the header Cross-Origin-Embedder-Policy: require-corp, which a ' +
+           'worker script of a cross-origin isolated page needs';
+  }
+  if (importFree && /^\s*import\s*[{*\w]/.test(await response.text())) {
+    return "it is served with static imports (a dev server's), from which WebKit starts no nested worker";
+  }
+  return null;
 }
 
 // How a module Worker runs the package's script at `url`: { url, file, blobBecause } with `url`
 // for the Worker's constructor. The file itself where it can (a Content-Security-Policy's
 // `worker-src 'self'` allows it), else a Blob URL that imports it (`worker-src blob:`), and
 // `blobBecause` says why: a Worker starts only from its creator's origin (not a CDN's file, nor
-// a data: URL as Vite inlines small assets), and on a cross-origin isolated page from a script
-// with Cross-Origin-Embedder-Policy, which a Blob's inherits.
-export async function workerScript(url) {
-  let blobBecause = null;
-  if (!sameOrigin(url)) blobBecause = "it is not on the page's origin";
-  else if (await lacksEmbedderPolicy(url)) {
-    blobBecause = 'it is served without the header Cross-Origin-Embedder-Policy: require-corp, ' +
-                  'which a worker script of a cross-origin isolated page needs';
-  }
+// a data: URL), and cannotStart's reasons (`importFree`: see there).
+export async function workerScript(url, importFree = false) {
+  const blobBecause = sameOrigin(url) ? await cannotStart(url, importFree) : "it is not on the page's origin";
   return { url: trusted(blobBecause ? importingWorkerUrl(url) : url), file: url, blobBecause };
 }
 
@@ -115,8 +121,8 @@ export async function workerScript(url) {
 export function workerStartFailure({ file, blobBecause }) {
   if (blobBecause) {
     return `its script ${file} ran from a blob: URL since ${blobBecause}, and did not load: ` +
-           "a Content-Security-Policy must allow worker-src blob: (or serve the script from the " +
-           'page\'s origin with Cross-Origin-Embedder-Policy: require-corp)';
+           'a Content-Security-Policy must allow worker-src blob: (or serve the script from the ' +
+           "page's origin with Cross-Origin-Embedder-Policy: require-corp)";
   }
   return `its script ${file} did not load: check that it is served as JavaScript, that the ` +
          "page's Content-Security-Policy allows it (worker-src) and, on a cross-origin isolated " +
@@ -166,12 +172,12 @@ function poolStarted(workers, script) {
 
 // Instantiates one build from its files: { js, wasm, worker? } (absolute URLs); settings:
 // createModule's own (mhaPoolSize: the pthread Workers to start). The threaded builds' pool
-// workers run the worker script as module workers (scripts/build_wasm.sh), which imports
-// files.js: module syntax loads, as Vite's dev server serves it.
+// workers are module workers (scripts/build_wasm.sh) running the worker script, which imports
+// files.js, from its file or, where that cannot start one, a Blob URL.
 export async function instantiate(files, settings) {
   const [{ default: createModule }, wasmBinary, script] = await Promise.all([
     import(/* webpackIgnore: true */ /* @vite-ignore */ files.js), fetchBytes(files.wasm),
-    files.worker && workerScript(files.worker)]);
+    files.worker && workerScript(files.worker, true)]);
   const module = {
     ...settings,
     wasmBinary,
