@@ -32,18 +32,14 @@ namespace {
 using emscripten::val;
 
 // The persistent pool, sized once by Initialize. Under pthreads every worker
-// is a preallocated Web Worker: asking for more than MHA_PTHREAD_POOL_SIZE
-// would make pthread_create wait for a Worker that the blocked main thread
-// can never spawn, so the size is clamped.
-#ifndef MHA_PTHREAD_POOL_SIZE
-#define MHA_PTHREAD_POOL_SIZE 1
-#endif
+// is a Web Worker the loader preallocates (num_threads - 1 of them, see
+// web/src/load.js): one more would make pthread_create wait for a Worker that
+// the blocked main thread can never spawn.
 std::unique_ptr<ThreadPool> g_pool;
 
 int Initialize(int num_threads) {
   if (g_pool) return static_cast<int>(StatusCode::kFailedPrecondition);
   if (num_threads < 1) num_threads = 1;
-  if (num_threads > MHA_PTHREAD_POOL_SIZE) num_threads = MHA_PTHREAD_POOL_SIZE;
   g_pool = std::make_unique<ThreadPool>(static_cast<size_t>(num_threads));
   return static_cast<int>(StatusCode::kOk);
 }

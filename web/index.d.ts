@@ -34,7 +34,10 @@ export type MaskInput = Mask | DimsTensor<Uint8Array | Float32Array>;
 export type BuildName = 'relaxed-simd-threaded' | 'simd-threaded' | 'simd';
 
 export interface LoadOptions {
-  /** 'auto' (default) = min(hardware concurrency, 4); capped at the build's worker pool (8). */
+  /**
+   * 'auto' (default) = min(hardware concurrency, 4); at most 8. The threaded builds start one
+   * Worker per thread beside the calling one, and dispose() ends them.
+   */
   threads?: 'auto' | number;
   /** Default: 'simd-threaded' where SharedArrayBuffer is usable (Node, cross-origin-isolated pages). */
   build?: BuildName;
@@ -436,8 +439,19 @@ export interface MHALibrary {
    * with MHAError, modules made there are gone, the library's next call starts a new worker.
    */
   terminate?(): void;
+  /**
+   * Frees the library: the modules and caches made from it are disposed, its Workers (thread
+   * pool; the proxy's worker) end, its memory goes. Its calls then fail with MHAError; loadMHA()
+   * loads afresh. A second call does nothing.
+   */
+  dispose(): void;
 }
 
+/**
+ * Loads the engine once per set of options: calls with the same options (while it loads and
+ * after) get the same library, so a server may call it per request and React StrictMode's second
+ * effect starts nothing more. After lib.dispose() the next call loads afresh.
+ */
 export function loadMHA(options?: LoadOptions): Promise<MHALibrary>;
 
 /**

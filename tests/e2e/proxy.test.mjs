@@ -130,6 +130,16 @@ useTestPage('/tests/e2e/pages/proxy.html', { tests: true, ready: titledReady }, 
     assert.match(later.message, /forward: expected a live module, received one that was disposed/);
   });
 
+  test('loadMHA() gives the same options one worker; lib.dispose() ends it, then loads afresh', async () => {
+    const r = await page.evaluate(() => window.proxyTest.disposedLibrary());
+    assert.equal(r.loadedOnce, true);
+    assert.equal(r.ended, 1, 'dispose() ended one worker');
+    assert.ok(!r.later.threw && r.later.isMHAError, JSON.stringify(r.later));
+    assert.match(r.later.message, /heapInfo: expected a live library, received one that was disposed/);
+    assert.equal(r.fresh, true);
+    assert.equal(r.works, true);
+  });
+
   test('inputs changed right after their calls are sent: results are of the inputs at call time', async () => {
     assert.equal(await page.evaluate(() => window.proxyTest.changedAfterSend()), 0);
   });

@@ -3,6 +3,7 @@
 import * as env from './env_browser.js';
 import { MHAError } from './errors.js';
 import { checkLoadOptions, loadInThread, warnIfThreadsOff } from './load.js';
+import { loadOnce } from './load_once.js';
 import { startProxy } from './proxy_client.js';
 
 export { MHAError };
@@ -19,11 +20,14 @@ function useProxy(proxy) {
   return proxy === true || (proxy !== false && onPageMainThread && workersAvailable);
 }
 
-// options: { threads, build, proxy, wasmPaths } (see web/index.d.ts).
+// options: { threads, build, proxy, wasmPaths } (see web/index.d.ts). The same
+// options give the same library (load_once.js).
 export async function loadMHA(options) {
   const o = checkLoadOptions(options);
-  const files = env.fileUrls(o.wasmPaths);
-  const lib = useProxy(o.proxy) ? await startProxy(o, files) : await loadInThread(o, env, files);
-  warnIfThreadsOff(lib.info, o);
-  return lib;
+  return loadOnce(o, async () => {
+    const files = env.fileUrls(o.wasmPaths);
+    const lib = useProxy(o.proxy) ? await startProxy(o, files) : await loadInThread(o, env, files);
+    warnIfThreadsOff(lib.info, o);
+    return lib;
+  });
 }

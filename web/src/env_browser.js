@@ -170,14 +170,16 @@ function poolStarted(workers, script) {
   });
 }
 
-// Instantiates one build from its files: { js, wasm, worker? } (absolute URLs). The threaded
-// builds' pool workers are module workers (scripts/build_wasm.sh) running the worker script,
-// which imports files.js, from its file or, where that cannot start one, a Blob URL.
-export async function instantiate(files) {
+// Instantiates one build from its files: { js, wasm, worker? } (absolute URLs); settings:
+// createModule's own (mhaPoolSize: the pthread Workers to start). The threaded builds' pool
+// workers are module workers (scripts/build_wasm.sh) running the worker script, which imports
+// files.js, from its file or, where that cannot start one, a Blob URL.
+export async function instantiate(files, settings) {
   const [{ default: createModule }, wasmBinary, script] = await Promise.all([
     import(/* webpackIgnore: true */ /* @vite-ignore */ files.js), fetchBytes(files.wasm),
     files.worker && workerScript(files.worker, true)]);
   const module = {
+    ...settings,
     wasmBinary,
     mainScriptUrlOrBlob: files.js,
     locateFile: (name) => (name.endsWith('.worker.js') ? script.url : name),

@@ -3,7 +3,9 @@
 // "exports": "node").
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { buildFiles } from './builds.js';
+import { MHAError } from './errors.js';
 
 // The .wasm files are the browsers'; the JS glue (and its pthread worker
 // script) is Node's own, in dist/node/.
@@ -32,11 +34,27 @@ function unrefWorkers(wasm) {
   }
 }
 
-export async function instantiate(files) {
-  // Emscripten 3.1.6 cannot read its .wasm under Node >= 18: hand it the bytes.
-  const [{ default: createModule }, wasmBinary] =
-    await Promise.all([import(files.js.href), readFile(files.wasm)]);
-  const wasm = await createModule({ wasmBinary });
+// Where the build's files are not beside this file's package: a bundler moved this file (and
+// its import.meta.url) away, or copied the app without them. The settings that keep them.
+function filesNotFound(files, error) {
+  if (error?.code !== 'ENOENT' && error?.code !== 'ERR_MODULE_NOT_FOUND') return error;
+  return new MHAError(`mha-wasm: the engine's files are not where the package expects them ` +
+    `(${fileURLToPath(files.wasm)}): a bundler moved the package's JavaScript or left its dist/ ` +
+    "folder behind. Leave mha-wasm to Node on the server: SvelteKit's adapter-node, list it in " +
+    "dependencies (not devDependencies); Next.js, serverExternalPackages: ['mha-wasm'], and " +
+    "with output: 'standalone', outputFileTracingIncludes: { '/*': " +
+    "['./node_modules/mha-wasm/dist/**'] } (see docs/frameworks.md)");
+}
+
+// settings: createModule's own (mhaPoolSize: the pthread Workers to start).
+export async function instantiate(files, settings) {
+  // Emscripten 3.1.6 cannot read its .wasm under Node >= 18: hand it the bytes. A server
+  // bundler (Next.js's webpack and Turbopack) that bundles this file leaves the import to Node:
+  // the glue finds its pthread worker script beside it, in dist/node/.
+  const [{ default: createModule }, wasmBinary] = await Promise.all([
+    import(/* webpackIgnore: true */ /* turbopackIgnore: true */ /* @vite-ignore */ files.js.href),
+    readFile(files.wasm)]).catch((error) => { throw filesNotFound(files, error); });
+  const wasm = await createModule({ ...settings, wasmBinary });
   unrefWorkers(wasm);
   return wasm;
 }

@@ -5,7 +5,7 @@ import { returnBlock, takeBlock } from './call_frame.js';
 import { checkStatus, newBinding, sharedResult } from './core_call.js';
 import { MHAError } from './errors.js';
 import { heapViews } from './heap.js';
-import { Lifetime } from './lifetime.js';
+import { Lifetime, livesOf } from './lifetime.js';
 import { returnPromises } from './promise_methods.js';
 import {
   checkBoolean, checkChoice, checkOptionsObject, checkPositiveInteger, describe,
@@ -77,7 +77,8 @@ export class KVCache {
   // (binding, result) => status.
   constructor(wasm, options, create) {
     this.wasm = wasm;
-    this.life = new Lifetime(this, 'KVCache', newBinding(wasm, wasm.KVCache, 'createKVCache', create));
+    this.life = new Lifetime(this, 'KVCache', newBinding(wasm, wasm.KVCache, 'createKVCache', create),
+      undefined, livesOf(wasm));
     this.options = options;
   }
 

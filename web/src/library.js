@@ -3,6 +3,8 @@ import { callFrame } from './call_frame.js';
 import { windowOption } from './config.js';
 import { callCore } from './core_call.js';
 import { memoryBuffer } from './heap.js';
+import { livesOf } from './lifetime.js';
+import { forget } from './load_once.js';
 import { KVCache, cachesOf, checkCache, checkCacheOptions, checkCacheSize } from './kv_cache.js';
 import { MultiheadAttention } from './multihead_attention.js';
 import {
@@ -90,16 +92,25 @@ export class MHALibrary {
     });
   }
 
+  // Its instantiated build; throws once disposed.
+  live(what) {
+    if (this.wasm === null) {
+      throw new MHAError(`${what}: expected a live library, received one that was disposed`);
+    }
+    return this.wasm;
+  }
+
   createMultiheadAttention(config) {
-    return new MultiheadAttention(this.wasm, config);
+    return new MultiheadAttention(this.live('createMultiheadAttention'), config);
   }
 
   // A cache for scaledDotProductAttention: {batchSize, numKVHeads, headDim,
   // vHeadDim, maxLength, dtype: 'float32' | 'float16' | 'bfloat16', rolling}
   // (rolling: the calls that use it need a finite left window).
   createKVCache(options) {
+    const wasm = this.live('createKVCache');
     const c = checkSdpaCache(options);
-    return new KVCache(this.wasm, c, (cache, result) => cache.createFree({
+    return new KVCache(wasm, c, (cache, result) => cache.createFree({
       batch_size: c.batchSize, max_length: c.maxLength, dtype: c.dtype, rolling: c.rolling,
       num_kv_heads: c.numKVHeads, head_dim: c.headDim, v_head_dim: c.vHeadDim,
     }, result));
@@ -108,12 +119,13 @@ export class MHALibrary {
   // torch.nn.functional.scaled_dot_product_attention (PyTorch 2.x): a bool
   // attnMask is true where a query MAY attend.
   scaledDotProductAttention(query, key, value, options) {
+    const wasm = this.live('scaledDotProductAttention');
     const { attnMask, flags, numbers, cache, sinks, alibiSlopes } = checkSdpa(query, key, value,
-      options, cachesOf(this.wasm));
-    return callFrame(this.wasm, 'scaledDotProductAttention',
+      options, cachesOf(wasm));
+    return callFrame(wasm, 'scaledDotProductAttention',
       { query, key, value, attnMask, sinks, alibiSlopes }, flags, numbers,
       // Checked again: the copy reads each tensor's getters once more.
-      (frame, result) => this.wasm.scaledDotProductAttention(frame,
+      (frame, result) => wasm.scaledDotProductAttention(frame,
         cache?.checkAlive('cache') ?? null, result)).output;
   }
 
@@ -123,15 +135,31 @@ export class MHALibrary {
   // (only the headers are copied into the heap). The number of heads is in
   // none of them: it comes from the model's config (num_attention_heads).
   listAttentionModules(bytes) {
+    const wasm = this.live('listAttentionModules');
     const shards = checkShards(bytes, 'listAttentionModules');
-    return callCore(this.wasm, 'listAttentionModules', (heap, result) =>
-      this.wasm.listAttentionModules(shards.map((shard) => copyHeader(heap, shard)), result));
+    return callCore(wasm, 'listAttentionModules', (heap, result) =>
+      wasm.listAttentionModules(shards.map((shard) => copyHeader(heap, shard)), result));
   }
 
   // Diagnostics: the WASM heap's top (sbrk), bytes malloc'd, memory size.
   heapInfo() {
-    const { heapTop, inUseBytes } = this.wasm.heapInfo();
-    return { heapTop, inUseBytes, memoryBytes: memoryBuffer(this.wasm).byteLength };
+    const wasm = this.live('heapInfo');
+    const { heapTop, inUseBytes } = wasm.heapInfo();
+    return { heapTop, inUseBytes, memoryBytes: memoryBuffer(wasm).byteLength };
+  }
+
+  // Frees the library: the modules and caches made from it (disposed), its
+  // thread pool's Workers (ended) and its memory (left to the collector).
+  // A second call does nothing; loadMHA() then loads afresh.
+  dispose() {
+    if (this.wasm === null) return;
+    forget(this);
+    for (const life of [...livesOf(this.wasm)]) life.end();
+    // The Workers themselves, not Emscripten's terminateAllThreads(), which first frees each
+    // running thread's stack in the heap while that thread may still be starting on it.
+    const pool = this.wasm.PThread;
+    if (pool) for (const worker of [...pool.unusedWorkers, ...pool.runningWorkers]) worker.terminate();
+    this.wasm = null;
   }
 }
 

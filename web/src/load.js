@@ -8,6 +8,8 @@ import { checkOptionsObject, describe } from './validate.js';
 
 const LOAD_OPTIONS = ['threads', 'build', 'proxy', 'wasmPaths'];
 const AUTO_MAX_THREADS = 4;
+// More threads than this are capped (lib.info.threads says how many run).
+const MAX_THREADS = 8;
 
 export function checkLoadOptions(options) {
   const o = checkOptionsObject(options, 'loadMHA options', LOAD_OPTIONS);
@@ -69,16 +71,18 @@ function chooseThreads(threads, build, env) {
   if (threads === undefined || threads === 'auto') {
     return Math.min(env.hardwareConcurrency(), AUTO_MAX_THREADS);
   }
-  return threads;
+  return Math.min(threads, MAX_THREADS);
 }
 
-// options: checked by checkLoadOptions; files: env.fileUrls(wasmPaths).
-// threads beyond the build's worker pool are capped (lib.info.threads says
-// how many run).
+// options: checked by checkLoadOptions; files: env.fileUrls(wasmPaths). The
+// threaded builds start one pthread Worker per thread beside the calling one,
+// at instantiation (the binding's pool must find them there), and no more; at
+// least one, as Emscripten 3.1.6 waits for a pool to load and never finishes
+// with an empty one.
 export async function loadInThread(options, env, files) {
   const { build, threadsOffReason } = chooseBuild(options.build, env.threadsOffReason());
   const threads = chooseThreads(options.threads, build, env);
-  const wasm = await env.instantiate(files[build]);
+  const wasm = await env.instantiate(files[build], { mhaPoolSize: Math.max(threads - 1, 1) });
   if (wasm.initialize(threads) !== 0) throw new Error('mha-wasm: thread pool already initialized');
   return new MHALibrary(wasm, { build, threadsOffReason, relaxedSimd: relaxedSimdSupported() });
 }

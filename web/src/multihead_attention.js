@@ -4,7 +4,7 @@ import { STATUS_OK, callCore, newBinding } from './core_call.js';
 import { MHAError } from './errors.js';
 import { checkConfig, checkModuleCacheOptions, parametersOf } from './config.js';
 import { KVCache, cachesOf, checkCache } from './kv_cache.js';
-import { Lifetime } from './lifetime.js';
+import { Lifetime, livesOf } from './lifetime.js';
 import { returnPromises } from './promise_methods.js';
 import {
   checkBoolean, checkKeyValue, checkMask, checkOptionsObject, checkTensor, describe,
@@ -77,7 +77,8 @@ export class MultiheadAttention {
     // The core's config, checked as the core checks it.
     this.config = checkConfig(config);
     this.life = new Lifetime(this, 'module', newBinding(wasm, wasm.MultiheadAttention,
-      'createMultiheadAttention', (binding, result) => binding.create(this.config, result)));
+      'createMultiheadAttention', (binding, result) => binding.create(this.config, result)),
+      undefined, livesOf(wasm));
     this.parameterSpecs = parametersOf(this.config);
   }
 

@@ -11,6 +11,7 @@ import { ARRAY, ArraySender, checkAttached } from './proxy_arrays.js';
 import { ClientChannel } from './proxy_channel.js';
 import { HANDLE, PROXIED } from './proxy_table.js';
 import { Lifetime } from './lifetime.js';
+import { forget } from './load_once.js';
 import { returnPromises } from './promise_methods.js';
 import { shapeKey } from './validate.js';
 import { workerScript, workerStartFailure } from './env_browser.js';
@@ -292,11 +293,23 @@ class ProxiedLibrary extends CLIENT_CLASSES.MHALibrary {
     super(connection, 0, 'MHALibrary');
     this.info = Object.freeze({ ...info, proxy: true });
     this.restart = () => new Connection(options, files, script);
+    this.disposed = false;
   }
 
   checkAlive(method) {
+    if (this.disposed) {
+      throw new MHAError(`${method}: expected a live library, received one that was disposed`);
+    }
     if (this.connection.dead) this.connection = this.restart();
     super.checkAlive(method);
+  }
+
+  // Ends the worker for good (its threads and memory with it); loadMHA() then loads afresh.
+  dispose() {
+    if (this.disposed) return;
+    this.disposed = true;
+    forget(this);
+    this.connection.die('lib.dispose() was called');
   }
 
   // Ends the worker now, even mid-forward (WASM cannot be interrupted

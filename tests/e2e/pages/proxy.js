@@ -129,6 +129,26 @@ window.proxyTest = {
     for (const worker of window.createdWorkers.splice(0)) worker.terminate();
   },
 
+  // A library of its own (other options than `lib`'s): loaded once for two calls, its worker
+  // ended by dispose(), its calls then rejected; loadMHA() then loads afresh.
+  async disposedLibrary() {
+    const options = { proxy: true, threads: 1 };
+    const [one, same] = await Promise.all([loadMHA(options), loadMHA(options)]);
+    const terminate = Worker.prototype.terminate;
+    let ended = 0;
+    Worker.prototype.terminate = function () { ended++; return terminate.call(this); };
+    try {
+      one.dispose();
+    } finally {
+      Worker.prototype.terminate = terminate;
+    }
+    const later = await outcomeOf(() => one.heapInfo());
+    const again = await loadMHA(options);
+    const works = (await again.heapInfo()).inUseBytes > 0;
+    again.dispose();
+    return { loadedOnce: one === same, ended, later, fresh: again !== one, works };
+  },
+
   // Forwards pending when dispose() is called: their results, then what a later call does.
   async disposeWithCallsPending() {
     const mha = await loadedModule();

@@ -89,6 +89,7 @@ export async function usage(): Promise<number> {
   } catch (error) {
     if (!(error instanceof MHAError)) throw error;
   }
+  lib.dispose();
   return result.output.data.length + (result.weights?.shape.length ?? 0) + sdpa.shape[0] +
     build.length + (reason ?? '').length + Number(proxied) + inUseBytes + found.qSize + held +
     (normOver ?? '').length + bytes + Number(rolling);

@@ -1,0 +1,5 @@
+import Client from './client.js';
+
+export default function Page() {
+  return <Client />;
+}
