@@ -34,7 +34,8 @@ void CopyHead(const KVCacheConfig& c, int64_t length, int64_t held, const Slots&
     const uint8_t* head_from = source + from_head * from.max_length * row;
     uint8_t* head_to = target + to_head * to.max_length * row;
     for (size_t p = static_cast<size_t>(length - held); p < static_cast<size_t>(length); ++p) {
-      std::memcpy(head_to + (p % to.max_length) * row, head_from + (p % from.max_length) * row, row);
+      std::memcpy(head_to + (p % to.max_length) * row, head_from + (p % from.max_length) * row,
+                  row);
     }
   }
 }
@@ -96,7 +97,8 @@ Status KVCache::Resize(int64_t max_length) {
   if (!status.ok()) {
     return Status(status.code(), "resize: " + status.message() + "; the cache is left as it was");
   }
-  const Slots from{state_->keys.get(), state_->values.get(), static_cast<size_t>(config_.max_length)};
+  const Slots from{state_->keys.get(), state_->values.get(),
+                   static_cast<size_t>(config_.max_length)};
   const Slots to{resized->state_->keys.get(), resized->state_->values.get(),
                  static_cast<size_t>(max_length)};
   const size_t heads = static_cast<size_t>(c.batch_size * c.num_kv_heads);

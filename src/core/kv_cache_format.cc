@@ -200,10 +200,11 @@ Status KVCache::Save(std::vector<uint8_t>* out) const {
   uint8_t* bytes = out->data();
   WriteHeader(h, bytes);
   uint8_t* to = bytes + kPayloadStart;
-  ForEachHeldRun(*this, state_->keys.get(), state_->values.get(), [&](const uint8_t* stored, size_t n) {
-    std::memcpy(to, stored, n);
-    to += n;
-  });
+  ForEachHeldRun(*this, state_->keys.get(), state_->values.get(),
+                 [&](const uint8_t* stored, size_t n) {
+                   std::memcpy(to, stored, n);
+                   to += n;
+                 });
   Put(Crc32(bytes + kPayloadStart, payload), 4, bytes + kPayloadStart + payload);
   return Status::Ok();
 }
