@@ -131,9 +131,11 @@ class CallResult {
   void clear() {
     output = Tensor();
     weights = Tensor();
+    std::vector<uint8_t>().swap(bytes);
   }
   Tensor output;
   Tensor weights;
+  std::vector<uint8_t> bytes;  // a saved cache's, until JS copied them
   val value = val::undefined();  // a call's plain JS result, if any
 
  private:
@@ -240,6 +242,47 @@ class KVCacheBinding {
     return result.Record(cache_->Reorder(reinterpret_cast<const int32_t*>(indices),
                                          static_cast<size_t>(count)));
   }
+  int resize(double max_length, CallResult& result) {
+    return result.Record(cache_->Resize(static_cast<int64_t>(max_length)));
+  }
+  // {batchSize, maxLength, dtype, rolling, numKVHeads, headDim, vHeadDim}: what
+  // JS answers from, for a cache it did not configure (loaded, selected).
+  val config() const {
+    const KVCacheConfig& c = cache_->config();
+    val out = val::object();
+    out.set("batchSize", static_cast<double>(c.batch_size));
+    out.set("maxLength", static_cast<double>(c.max_length));
+    out.set("dtype", std::string(KVCacheDtypeName(c.dtype)));
+    out.set("rolling", c.rolling);
+    out.set("numKVHeads", static_cast<double>(c.num_kv_heads));
+    out.set("headDim", static_cast<double>(c.head_dim));
+    out.set("vHeadDim", static_cast<double>(c.v_head_dim));
+    return out;
+  }
+  // The saved bytes in result.bytes; their {ptr, size} as its value.
+  int save(CallResult& result) {
+    const Status status = cache_->Save(&result.bytes);
+    if (status.ok()) {
+      result.value = val::object();
+      const uintptr_t ptr = reinterpret_cast<uintptr_t>(result.bytes.data());
+      result.value.set("ptr", static_cast<double>(ptr));
+      result.value.set("size", static_cast<double>(result.bytes.size()));
+    }
+    return result.Record(status);
+  }
+  // `bytes`: the address of `size` bytes in the heap.
+  int loadFree(uintptr_t bytes, double size, CallResult& result) {
+    return result.Record(KVCache::Load(reinterpret_cast<const uint8_t*>(bytes),
+                                       static_cast<size_t>(size), &cache_));
+  }
+  // `out` becomes the new cache; `indices`: the address of `count` int32.
+  int select(KVCacheBinding& out, uintptr_t indices, double count, CallResult& result) const {
+    return result.Record(cache_->Select(reinterpret_cast<const int32_t*>(indices),
+                                        static_cast<size_t>(count), &out.cache_));
+  }
+  int clone(KVCacheBinding& out, CallResult& result) const {
+    return result.Record(cache_->Clone(&out.cache_));
+  }
 
   std::unique_ptr<KVCache> cache_;
 };
@@ -298,6 +341,12 @@ class MultiheadAttentionBinding {
     return result.Record(module_->CreateKVCache(static_cast<int64_t>(batch_size),
                                                 static_cast<int64_t>(max_length),
                                                 DtypeFrom(dtype), rolling, &out.cache_));
+  }
+
+  // `bytes`: the address of `size` bytes in the heap (KVCache::Save's).
+  int loadKVCache(KVCacheBinding& out, uintptr_t bytes, double size, CallResult& result) {
+    return result.Record(module_->LoadKVCache(reinterpret_cast<const uint8_t*>(bytes),
+                                              static_cast<size_t>(size), &out.cache_));
   }
 
   // [{name, shape}] in state_dict order: JS computes them from the config
@@ -440,6 +489,7 @@ EMSCRIPTEN_BINDINGS(mha) {
       .function("weightSources", &MultiheadAttentionBinding::weightSources)
       .function("loadSafetensors", &MultiheadAttentionBinding::loadSafetensors)
       .function("createKVCache", &MultiheadAttentionBinding::createKVCache)
+      .function("loadKVCache", &MultiheadAttentionBinding::loadKVCache)
       .function("forward", &MultiheadAttentionBinding::forward, emscripten::allow_raw_pointers());
   emscripten::class_<KVCacheBinding>("KVCache")
       .constructor<>()
@@ -448,7 +498,13 @@ EMSCRIPTEN_BINDINGS(mha) {
       .function("bytes", &KVCacheBinding::bytes)
       .function("held", &KVCacheBinding::held)
       .function("truncate", &KVCacheBinding::truncate)
-      .function("reorder", &KVCacheBinding::reorder);
+      .function("reorder", &KVCacheBinding::reorder)
+      .function("resize", &KVCacheBinding::resize)
+      .function("config", &KVCacheBinding::config)
+      .function("save", &KVCacheBinding::save)
+      .function("loadFree", &KVCacheBinding::loadFree)
+      .function("select", &KVCacheBinding::select)
+      .function("clone", &KVCacheBinding::clone);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "src/status.h"
 
@@ -80,6 +81,29 @@ class KVCache {
   // batch_size and every index in [0, batch_size); an error leaves the cache
   // as it was.
   Status Reorder(const int32_t* indices, size_t count);
+
+  // Caches an app keeps (docs/design.md, "Caches an app keeps: save, restore,
+  // fork, grow, stream"). Each locks the cache, as calls do.
+
+  // Its config, length, held keys and values in the format of
+  // docs/kv-cache-format.md, into `out` (replaced). OutOfMemory when the
+  // bytes cannot be had.
+  Status Save(std::vector<uint8_t>* out) const;
+  // A free-standing cache from Save's bytes (of any cache), continuing
+  // exactly where the saved one was. A version, size, checksum or field it
+  // does not accept: an error naming it, nothing allocated.
+  static Status Load(const uint8_t* bytes, size_t size, std::unique_ptr<KVCache>* out);
+
+  // A new cache (of the same module, or free-standing, config and length)
+  // whose entry b holds this cache's entry indices[b], for b in [0, count):
+  // any count >= 1 (one prefill to four beams: {0, 0, 0, 0}).
+  Status Select(const int32_t* indices, size_t count, std::unique_ptr<KVCache>* out) const;
+  // Select of every entry, in order: a copy.
+  Status Clone(std::unique_ptr<KVCache>* out) const;
+  // Makes max_length `max_length` (>= held()), in place: new storage, the
+  // held keys copied; config().max_length changes. An error (too short, out
+  // of memory) leaves the cache as it was.
+  Status Resize(int64_t max_length);
 
  private:
   friend class KVCacheAccess;  // the core's side (src/core/kv_cache_internal.h)

@@ -257,6 +257,12 @@ class MultiheadAttention {
     return CreateKVCache(batch_size, max_length, dtype, false, out);
   }
 
+  // A cache of this module from KVCache::Save's bytes (of a cache of this
+  // module or one of the same key/value heads and head dims), continuing
+  // exactly where the saved one was; errors name what differs, nothing
+  // allocated (docs/design.md, "Caches an app keeps: save, restore, fork, grow, stream").
+  Status LoadKVCache(const uint8_t* bytes, size_t size, std::unique_ptr<KVCache>* out) const;
+
   // `pool` may be null (runs on the calling thread). key and value may both
   // be empty (TensorView{}) only with options.cache.
   Status Forward(const TensorView& query, const TensorView& key, const TensorView& value,

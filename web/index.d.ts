@@ -251,6 +251,25 @@ export interface KVCache {
    * as it was.
    */
   reorder(indices: Int32Array): Promise<void>;
+  /**
+   * Its config, length and held keys and values as bytes (docs/kv-cache-format.md), for
+   * mha.loadKVCache / lib.loadKVCache (e.g. after a page reload, from IndexedDB). Through the
+   * proxy, the bytes come back transferred.
+   */
+  save(): Promise<Uint8Array>;
+  /**
+   * A new cache whose entry b holds this cache's entry indices[b], of any batch size (one
+   * prompt prefilled once, to four beams: Int32Array.of(0, 0, 0, 0)). An index outside
+   * [0, batchSize) rejects with MHAError.
+   */
+  select(indices: Int32Array): Promise<KVCache>;
+  /** A new cache with the same keys, values and length (fork a conversation). */
+  clone(): Promise<KVCache>;
+  /**
+   * Makes maxLength `maxLength`, in place (new storage, the held keys copied); in order with
+   * the other calls. Below `held` rejects with MHAError, the cache left as it was.
+   */
+  resize(maxLength: number): Promise<void>;
   /** Frees the cache's WASM memory; later getters throw MHAError, later calls reject with one. */
   dispose(): void;
 }
@@ -382,6 +401,12 @@ export interface MultiheadAttention {
     options?: ForwardOptions): Promise<ForwardResult>;
   /** A cache of this module's key/value heads for decoding. */
   createKVCache(options: KVCacheOptions): KVCache;
+  /**
+   * A cache of this module from cache.save()'s bytes, continuing bit for bit where the saved one
+   * was. Bytes of other key/value heads or head dims, another format version, truncated or
+   * corrupted (a checksum) reject with MHAError naming what differs; nothing is allocated.
+   */
+  loadKVCache(bytes: Uint8Array | ArrayBuffer): Promise<KVCache>;
   /** Frees the module's WASM memory; later getters throw MHAError, later calls reject with one. */
   dispose(): void;
 }
@@ -430,6 +455,8 @@ export interface MHALibrary {
     options?: SdpaOptions): Promise<Tensor>;
   /** A cache for scaledDotProductAttention. */
   createKVCache(options: SdpaKVCacheOptions): KVCache;
+  /** A cache for scaledDotProductAttention from cache.save()'s bytes (as mha.loadKVCache). */
+  loadKVCache(bytes: Uint8Array | ArrayBuffer): Promise<KVCache>;
   /** The attention modules a checkpoint holds, read from its headers. */
   listAttentionModules(bytes: SafetensorsBytes): Promise<AttentionModuleInfo[]>;
   /** Diagnostics: the WASM heap's top, bytes in use, memory size. */

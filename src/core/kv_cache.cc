@@ -172,7 +172,9 @@ Status KVCacheAccess::CheckAppend(const KVCache& cache, int64_t new_keys, int64_
     return Status::InvalidArgument("cache: appending " + std::to_string(new_keys) +
                                    " keys to a cache holding " + std::to_string(held) +
                                    " would exceed its max_length " + std::to_string(max_length) +
-                                   "; the cache is left as it was");
+                                   "; the cache is left as it was (resize it to a larger "
+                                   "max_length, or make a rolling cache for a model with a "
+                                   "window)");
   }
   return Status::Ok();
 }

@@ -98,6 +98,12 @@ class KVCacheAccess {
   static Status Create(const KVCacheConfig& config, uint64_t owner, int64_t window_left,
                        std::unique_ptr<KVCache>* out);
 
+  // Load (KVCache::Load) tied as Create ties; `module`: the config a
+  // module's caches have (num_kv_heads, head_dim, v_head_dim are compared),
+  // or null for a free-standing cache.
+  static Status Load(const uint8_t* bytes, size_t size, const KVCacheConfig* module,
+                     uint64_t owner, int64_t window_left, std::unique_ptr<KVCache>* out);
+
   static uint64_t Owner(const KVCache& cache) { return cache.owner_; }
 
   // Held by each call that reads or writes the cache, for the whole call.

@@ -192,22 +192,40 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionConfig& config)
 
 MultiheadAttention::~MultiheadAttention() = default;
 
-Status MultiheadAttention::CreateKVCache(int64_t batch_size, int64_t max_length,
-                                         KVCacheDtype dtype, bool rolling,
-                                         std::unique_ptr<KVCache>* out) const {
-  if (config_.add_bias_kv || config_.add_zero_attn) {
+namespace {
+
+// The config of a module's caches but for batch_size, max_length, dtype and
+// rolling; an error for a module that cannot decode with a cache.
+Status ModuleCacheConfig(const MultiheadAttentionConfig& m, KVCacheConfig* c) {
+  if (m.add_bias_kv || m.add_zero_attn) {
     return Status::InvalidArgument(
         "cache: a module with add_bias_kv or add_zero_attn cannot decode with a cache");
   }
+  c->num_kv_heads = m.num_kv_heads;
+  c->head_dim = m.qk_head_dim;
+  c->v_head_dim = m.v_head_dim;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status MultiheadAttention::CreateKVCache(int64_t batch_size, int64_t max_length,
+                                         KVCacheDtype dtype, bool rolling,
+                                         std::unique_ptr<KVCache>* out) const {
   KVCacheConfig c;
+  MHA_RETURN_IF_ERROR(ModuleCacheConfig(config_, &c));
   c.batch_size = batch_size;
-  c.num_kv_heads = config_.num_kv_heads;
-  c.head_dim = config_.qk_head_dim;
-  c.v_head_dim = config_.v_head_dim;
   c.max_length = max_length;
   c.dtype = dtype;
   c.rolling = rolling;
   return KVCacheAccess::Create(c, impl_->id, config_.window.left, out);
+}
+
+Status MultiheadAttention::LoadKVCache(const uint8_t* bytes, size_t size,
+                                       std::unique_ptr<KVCache>* out) const {
+  KVCacheConfig c;
+  MHA_RETURN_IF_ERROR(ModuleCacheConfig(config_, &c));
+  return KVCacheAccess::Load(bytes, size, &c, impl_->id, config_.window.left, out);
 }
 
 std::vector<ParameterSpec> MultiheadAttention::Parameters() const {

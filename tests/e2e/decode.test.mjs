@@ -1,9 +1,10 @@
 // The demo's decoding mode in each browser: Step feeds one query token at a time through a KV cache;
 // each step's row of weights has one more key and equals that row of a causal forward over the
 // whole sequence (incremental decoding is exact); Play runs to the end; Reset and any change of
-// the settings start over.
+// the settings start over; Save keeps the cache (cache.save(), through the proxy) in IndexedDB and,
+// after a reload, Restore (mha.loadKVCache) continues it with the bits of an uninterrupted run.
 import assert from 'node:assert/strict';
-import { parseTensor, runAfter, saveScreenshot, useDemoPage } from './harness.mjs';
+import { demoReady, parseTensor, runAfter, saveScreenshot, useDemoPage } from './harness.mjs';
 
 const STEP_TIMEOUT_MS = 60_000;
 const LENGTH = 12; // the page's default query length
@@ -64,6 +65,32 @@ useDemoPage({ query: '?threads=2' }, (demo) => {
     assert.equal((await decodeState()).steps, '0');
     const state = await clickUntil('#decode-step', 1);
     assert.deepEqual(JSON.parse(state.row), [1]); // one key: all the weight
+    assert.deepEqual(demo.page.errors(), []);
+  });
+
+  test('Save, then after a reload Restore: the steps continue with the bits of an uninterrupted run', async () => {
+    const reload = async () => {
+      await demo.page.goto(`${demo.origin}/web/demo/?threads=2`);
+      await demoReady(demo.page);
+    };
+    await reload();
+    for (let step = 1; step <= 5; step++) await clickUntil('#decode-step', step);
+    await demo.page.locator('#decode-save').click();
+    await demo.page.waitForFunction(() => document.getElementById('decode-result').dataset.note?.startsWith('saved'));
+    assert.match((await decodeState()).note, /^saved 5 steps, the cache in \d+ bytes$/);
+    const sixth = (await clickUntil('#decode-step', 6)).row;
+    const last = (await clickUntil('#decode-play', LENGTH)).row;
+
+    await reload();
+    await demo.page.locator('#decode-restore').click();
+    await demo.page.waitForFunction(() => Number(document.getElementById('decode-result').dataset.steps) === 5 ||
+      document.getElementById('decode-result').dataset.error);
+    const restored = await decodeState();
+    assert.equal(restored.error, '', restored.error);
+    assert.match(restored.note, /^restored 5 steps, the cache from \d+ bytes$/);
+    assert.equal(restored.cacheLength, '5');
+    assert.equal((await clickUntil('#decode-step', 6)).row, sixth);
+    assert.equal((await clickUntil('#decode-play', LENGTH)).row, last);
     assert.deepEqual(demo.page.errors(), []);
   });
 });

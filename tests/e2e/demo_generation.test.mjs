@@ -100,9 +100,13 @@ useDemoPage({ query: '?threads=2' }, (demo) => {
     assert.deepEqual(page().errors(), []);
   });
 
-  test('a batch without rotary says it needs "Rotary positions"', async () => {
+  test('choosing the batch turns Rotary positions on; unchecked again, the batch says it needs them', async () => {
     await settle({});
-    await chooseRadio('decode-mode', 'batch');
+    await chooseRadio('decode-mode', 'single');
+    await runAfter(page(), () => chooseRadio('decode-mode', 'batch'));
+    assert.equal(await page().locator('#rotary').evaluate((input) => input.checked), true);
+    assert.equal((await stepOk('#decode-step', 1)).mode, 'batch');
+    await runAfter(page(), () => page().locator('#rotary').uncheck());
     const state = await clickUntil('#decode-step', 1);
     assert.match(state.error, /check "Rotary positions" under Scores/);
     assert.match(await page().locator('#decode-status').textContent(), /Decoding failed: a batch of prompts passes `positions`/);

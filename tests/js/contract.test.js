@@ -2,7 +2,7 @@
 // row as expected, and in a worker_threads worker, row by row the same; the
 // proxy's run in Chromium is tests/e2e/contract.test.mjs. Plus the failed
 // create that JS cannot see (out of memory): in the calling thread it throws;
-// and every method the proxy forwards as a call (proxy_table.js), which
+// and every method the proxy forwards as a call or a load (proxy_table.js), which
 // returns a Promise: given arguments it refuses, it rejects and does not throw.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -61,15 +61,18 @@ test('every Promise method, given arguments it refuses or disposed, rejects with
   const cache = mha.createKVCache({ batchSize: 1, maxLength: 4 });
   const objects = { MHALibrary: lib, MultiheadAttention: mha, KVCache: cache };
   const refused = [Symbol('bad'), null, 'x'];
-  const calls = (type, object) => Object.entries(PROXIED[type].calls).flatMap(([method, check]) =>
+  // Its calls and loads (whose entries hold their check).
+  const checks = (type) => ({ ...PROXIED[type].calls,
+    ...Object.fromEntries(Object.entries(PROXIED[type].loads).map(([method, { check }]) => [method, check])) });
+  const calls = (type, object) => Object.entries(checks(type)).flatMap(([method, check]) =>
     (check === null ? [] : [[`${type}.${method}`, () => object[method](...refused)]]));
   const live = Object.entries(objects).flatMap(([type, object]) => calls(type, object));
   mha.dispose();
   cache.dispose();
   const disposed = ['MultiheadAttention', 'KVCache'].flatMap((type) =>
-    Object.keys(PROXIED[type].calls).map((method) =>
+    Object.keys(checks(type)).map((method) =>
       [`${type}.${method} disposed`, () => objects[type][method]()]));
-  assert.ok(live.length >= 7 && disposed.length >= 6);
+  assert.ok(live.length >= 11 && disposed.length >= 11);
   for (const [what, call] of [...live, ...disposed]) {
     let returned;
     assert.doesNotThrow(() => { returned = call(); }, what);

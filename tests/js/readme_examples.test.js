@@ -46,7 +46,8 @@ test("the README's benchmark summary is the one bench/RESULTS.md gives", () => {
 test('the README and the guides have the examples this test knows, each name once', () => {
   const found = examples().map(({ page, name }) => `${page}: ${name}`);
   for (const expected of ['README.md: quickstart.mjs', 'docs/getting-started.md: masks.mjs',
-    'docs/decoding.md: decoding.mjs', 'docs/generating.md: ragged_batch.mjs',
+    'docs/decoding.md: decoding.mjs', 'docs/decoding.md: keep_chat.mjs',
+    'docs/generating.md: ragged_batch.mjs',
     'docs/generating.md: beam_search.mjs', 'docs/generating.md: rolling_chat.mjs',
     'docs/models.md: load_layer.mjs', 'docs/precision.md: precision.mjs']) {
     assert.ok(found.includes(expected), `no example ${expected}; found:\n${found.join('\n')}`);

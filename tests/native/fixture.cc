@@ -244,6 +244,15 @@ ScopedInt8Weights::~ScopedInt8Weights() {
   CurrentPrecision() = saved_;
 }
 
+void ExpectInvalidArgument(const mha::Status& status, const std::vector<std::string>& fragments) {
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.code(), mha::StatusCode::kInvalidArgument);
+  for (const std::string& f : fragments) {
+    EXPECT_NE(status.message().find(f), std::string::npos)
+        << "message '" << status.message() << "' lacks '" << f << "'";
+  }
+}
+
 void ExpectClose(const mha::Tensor& actual, const std::vector<float>& expected,
                  const mha::Shape& expected_shape, const std::string& what) {
   if (actual.shape != expected_shape) {

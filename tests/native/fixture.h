@@ -118,6 +118,10 @@ class ScopedInt8Weights {
   Precision saved_;
 };
 
+// Checks that `status` is an InvalidArgument error whose message holds each
+// of `fragments`.
+void ExpectInvalidArgument(const mha::Status& status, const std::vector<std::string>& fragments);
+
 // Checks shape equality, NaN positions (exactly) and, elementwise,
 // |actual - expected| <= abs + rel * |expected| (CurrentPrecision(): 1e-4 +
 // 1e-3 * |expected| by default; infinities must match), reporting the worst

@@ -135,28 +135,19 @@ TEST(KVCacheReorder, EmptyCacheAndModuleCache) {
   EXPECT_EQ(AllEntries(*cache), (std::vector<std::vector<uint8_t>>{before[2], before[2], before[0]}));
 }
 
-void ExpectError(const mha::Status& status, const std::vector<std::string>& fragments) {
-  ASSERT_FALSE(status.ok());
-  EXPECT_EQ(status.code(), mha::StatusCode::kInvalidArgument);
-  for (const std::string& f : fragments) {
-    EXPECT_NE(status.message().find(f), std::string::npos)
-        << "message '" << status.message() << "' lacks '" << f << "'";
-  }
-}
-
 TEST(KVCacheReorder, BadIndicesLeaveTheCacheAsItWas) {
   std::unique_ptr<KVCache> cache;
   ASSERT_OK(KVCache::Create({4, 2, 3, 3, 6, KVCacheDtype::kFloat32}, &cache));
   Fill(*cache, 4, 3);
   const std::vector<std::vector<uint8_t>> before = AllEntries(*cache);
   const int32_t three[] = {1, 0, 2};
-  ExpectError(cache->Reorder(three, 3), {"reorder: indices", "batch_size (4)", "got 3", "left as it was"});
-  ExpectError(cache->Reorder(nullptr, 4), {"reorder: indices", "batch_size (4)", "got none"});
+  ExpectInvalidArgument(cache->Reorder(three, 3), {"reorder: indices", "batch_size (4)", "got 3", "left as it was"});
+  ExpectInvalidArgument(cache->Reorder(nullptr, 4), {"reorder: indices", "batch_size (4)", "got none"});
   // The bad index comes after entries a partial reorder would already have moved.
   const int32_t past[] = {1, 0, 3, 4};
-  ExpectError(cache->Reorder(past, 4), {"reorder: indices[3]", "[0, 4)", "got 4", "left as it was"});
+  ExpectInvalidArgument(cache->Reorder(past, 4), {"reorder: indices[3]", "[0, 4)", "got 4", "left as it was"});
   const int32_t negative[] = {3, -1, 0, 0};
-  ExpectError(cache->Reorder(negative, 4), {"reorder: indices[1]", "[0, 4)", "got -1"});
+  ExpectInvalidArgument(cache->Reorder(negative, 4), {"reorder: indices[1]", "[0, 4)", "got -1"});
   EXPECT_EQ(AllEntries(*cache), before);
   EXPECT_EQ(cache->length(), 4);
 }

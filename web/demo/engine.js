@@ -71,6 +71,20 @@ export function resetDecoder() {
   decoder = null;
 }
 
+// The decoding cache's bytes (cache.save()), or null when there is none.
+export async function saveDecoder() {
+  return decoder ? decoder.cache.save() : null;
+}
+
+// Makes the decoding cache the one saved in `bytes`, for the request's module: the next step
+// continues where the saved cache was.
+export async function restoreDecoder(request, bytes) {
+  const mha = await prepareModel(request);
+  const cache = await mha.loadKVCache(bytes);
+  resetDecoder();
+  decoder = { mha, cache };
+}
+
 // One decoding step: `token` ({ data, shape } with one row per batch entry) is projected,
 // appended to the cache of the request's module (a new cache when the module or `cacheOptions`
 // ({ batchSize, maxLength, rolling }) changed) and attends to every key the cache holds, with

@@ -28,12 +28,12 @@ export function callCore(wasm, what, call) {
   }
 }
 
-// A new Embind object of class `Binding` that create(binding, result) fills
-// (a status, as for callCore); deleted again if that fails.
+// A new Embind object of class `Binding` that create(binding, result, heap)
+// fills (a status, as for callCore); deleted again if that fails.
 export function newBinding(wasm, Binding, what, create) {
   const binding = new Binding();
   try {
-    callCore(wasm, what, (heap, result) => create(binding, result));
+    callCore(wasm, what, (heap, result) => create(binding, result, heap));
   } catch (error) {
     binding.delete();
     throw error;

@@ -2,7 +2,7 @@
 // grouped-query heads, rotary positions"): keys and values kept across
 // forward calls, all memory allocated at creation.
 import { returnBlock, takeBlock } from './call_frame.js';
-import { checkStatus, newBinding, sharedResult } from './core_call.js';
+import { STATUS_OK, callCore, checkStatus, newBinding, sharedResult } from './core_call.js';
 import { MHAError } from './errors.js';
 import { heapViews } from './heap.js';
 import { Lifetime, livesOf } from './lifetime.js';
@@ -70,16 +70,45 @@ export function checkReorder(indices, batchSize) {
   }
 }
 
+// select(indices): an Int32Array of at least one entry. Whether each is in
+// [0, batchSize) is the core's check.
+export function checkSelect(indices) {
+  if (!(indices instanceof Int32Array) || indices.length === 0) {
+    throw new MHAError('select: indices: expected an Int32Array of at least one entry (the ' +
+                       `new cache's batch size), received ${describe(indices)}`);
+  }
+}
+
+// resize(maxLength): its type. Whether the cache holds more is the core's check.
+export function checkResize(maxLength) {
+  checkPositiveInteger(maxLength, 'resize: maxLength');
+}
+
+// loadKVCache(bytes): what cache.save() gave, as a Uint8Array or its ArrayBuffer.
+export function checkSavedBytes(bytes) {
+  if (!(bytes instanceof Uint8Array || bytes instanceof ArrayBuffer)) {
+    throw new MHAError('loadKVCache: bytes: expected a Uint8Array (or ArrayBuffer) from ' +
+                       `cache.save(), received ${describe(bytes)}`);
+  }
+  return bytes instanceof ArrayBuffer ? new Uint8Array(bytes) : bytes;
+}
+
+// A cache's binding filled by `load` (binding, result, bytes address, size)
+// => status from saved `bytes` (checkSavedBytes'), copied into the heap for it.
+export const loadedFrom = (bytes, load) => (binding, result, heap) =>
+  load(binding, result, heap.copyIn(bytes), bytes.byteLength);
+
 export class KVCache {
   // Use mha.createKVCache(options) or lib.createKVCache(options). `options`
-  // are the checked {batchSize, maxLength, dtype}, which its getters answer
-  // (as the proxy's client does); `create` fills the new binding
-  // (binding, result) => status.
-  constructor(wasm, options, create) {
+  // are the checked {batchSize, maxLength, dtype, rolling}, which its getters
+  // answer (as the proxy's client does), or null for the new binding's own
+  // (a loaded or selected cache); `create` fills the new binding
+  // (binding, result, heap) => status; `what` names the call in errors.
+  constructor(wasm, options, create, what = 'createKVCache') {
     this.wasm = wasm;
-    this.life = new Lifetime(this, 'KVCache', newBinding(wasm, wasm.KVCache, 'createKVCache', create),
-      undefined, livesOf(wasm));
-    this.options = options;
+    const binding = newBinding(wasm, wasm.KVCache, what, create);
+    this.life = new Lifetime(this, 'KVCache', binding, undefined, livesOf(wasm));
+    this.options = options ?? binding.config();
   }
 
   // Its binding; throws once disposed.
@@ -135,6 +164,47 @@ export class KVCache {
     }
   }
 
+  // Its config, length and held keys and values as bytes (docs/kv-cache-format.md),
+  // for mha.loadKVCache / lib.loadKVCache: a Uint8Array the caller owns.
+  save() {
+    const binding = this.checkAlive('save');
+    let saved;
+    callCore(this.wasm, 'save', (heap, result) => {
+      const code = binding.save(result);
+      if (code === STATUS_OK) {
+        const { ptr, size } = result.value();
+        saved = new Uint8Array(size);
+        saved.set(heapViews(this.wasm, ptr + size).u8.subarray(ptr, ptr + size));
+      }
+      return code;
+    });
+    return saved;
+  }
+
+  // A new cache whose entry b is this one's entry indices[b] (any number of
+  // entries: one prompt to four beams is [0, 0, 0, 0]).
+  select(indices) {
+    const binding = this.checkAlive('select');
+    checkSelect(indices);
+    return new KVCache(this.wasm, null, (selected, result, heap) =>
+      binding.select(selected, heap.copyIn(indices), indices.length, result), 'select');
+  }
+
+  // A new cache with the same keys, values and length.
+  clone() {
+    const binding = this.checkAlive('clone');
+    return new KVCache(this.wasm, null, (copy, result) => binding.clone(copy, result), 'clone');
+  }
+
+  // Makes its maxLength `maxLength` (>= held), in place.
+  resize(maxLength) {
+    const binding = this.checkAlive('resize');
+    checkResize(maxLength);
+    const result = sharedResult(this.wasm);
+    checkStatus(binding.resize(maxLength, result), result, 'resize');
+    this.options = { ...this.options, maxLength };
+  }
+
   dispose() {
     this.life.end();
   }
@@ -142,7 +212,7 @@ export class KVCache {
 
 // Promises in both modes (through the proxy the cache's length is not known
 // synchronously): every error, bad input included, rejects.
-returnPromises(KVCache, ['truncate', 'reset', 'reorder']);
+returnPromises(KVCache, ['truncate', 'reset', 'reorder', 'save', 'select', 'clone', 'resize']);
 
 // checkCache's `ours` in the calling thread: the caches of one WASM instance.
 export const cachesOf = (wasm) => (cache) => cache instanceof KVCache && cache.wasm === wasm;

@@ -5,7 +5,9 @@ import { callCore } from './core_call.js';
 import { memoryBuffer } from './heap.js';
 import { livesOf } from './lifetime.js';
 import { forget } from './load_once.js';
-import { KVCache, cachesOf, checkCache, checkCacheOptions, checkCacheSize } from './kv_cache.js';
+import {
+  KVCache, cachesOf, checkCache, checkCacheOptions, checkCacheSize, checkSavedBytes, loadedFrom,
+} from './kv_cache.js';
 import { MultiheadAttention } from './multihead_attention.js';
 import {
   checkBoolean, checkKeyValue, checkMask, checkOptionsObject, checkPositiveInteger,
@@ -116,6 +118,14 @@ export class MHALibrary {
     }, result));
   }
 
+  // A cache for scaledDotProductAttention from cache.save()'s bytes (of any
+  // cache), continuing exactly where the saved one was.
+  loadKVCache(bytes) {
+    const saved = checkSavedBytes(bytes);
+    return new KVCache(this.live('loadKVCache'), null, loadedFrom(saved, (cache, result, ptr, size) =>
+      cache.loadFree(ptr, size, result)), 'loadKVCache');
+  }
+
   // torch.nn.functional.scaled_dot_product_attention (PyTorch 2.x): a bool
   // attnMask is true where a query MAY attend.
   scaledDotProductAttention(query, key, value, options) {
@@ -165,4 +175,5 @@ export class MHALibrary {
 
 // Promises in both modes (through the proxy they cannot finish
 // synchronously): every error, bad input included, rejects.
-returnPromises(MHALibrary, ['scaledDotProductAttention', 'listAttentionModules', 'heapInfo']);
+returnPromises(MHALibrary, ['scaledDotProductAttention', 'listAttentionModules', 'heapInfo',
+  'loadKVCache']);

@@ -3,7 +3,7 @@ import { callFrame } from './call_frame.js';
 import { STATUS_OK, callCore, newBinding } from './core_call.js';
 import { MHAError } from './errors.js';
 import { checkConfig, checkModuleCacheOptions, parametersOf } from './config.js';
-import { KVCache, cachesOf, checkCache } from './kv_cache.js';
+import { KVCache, cachesOf, checkCache, checkSavedBytes, loadedFrom } from './kv_cache.js';
 import { Lifetime, livesOf } from './lifetime.js';
 import { returnPromises } from './promise_methods.js';
 import {
@@ -142,6 +142,15 @@ export class MultiheadAttention {
       binding.createKVCache(cache, batchSize, maxLength, dtype, rolling, result));
   }
 
+  // A cache of this module from cache.save()'s bytes, continuing exactly
+  // where the saved one was (docs/design.md, "Caches an app keeps: save, restore, fork, grow, stream").
+  loadKVCache(bytes) {
+    const binding = this.checkAlive('loadKVCache');
+    const saved = checkSavedBytes(bytes);
+    return new KVCache(this.wasm, null, loadedFrom(saved, (cache, result, ptr, size) =>
+      binding.loadKVCache(cache, ptr, size, result)), 'loadKVCache');
+  }
+
   forward(query, key, value, options) {
     this.checkAlive('forward');
     const { keyPaddingMask, attnMask, positions, flags, cache } = checkForward(query, key, value,
@@ -162,4 +171,4 @@ export class MultiheadAttention {
 
 // They return Promises in both modes (through the proxy they cannot finish
 // synchronously): every error, bad input included, rejects.
-returnPromises(MultiheadAttention, ['loadStateDict', 'loadSafetensors', 'forward']);
+returnPromises(MultiheadAttention, ['loadStateDict', 'loadSafetensors', 'forward', 'loadKVCache']);

@@ -239,6 +239,21 @@ class ProxiedObject {
     connection.send(this, method, args, created).catch((error) => { created.creationError = error; });
     return created;
   }
+
+  // A `loads` method: resolves to the new object once the worker made it
+  // (its state, every getter, comes with the reply).
+  async load(method, args, type) {
+    if (this.creationError) throw this.creationError;
+    const connection = this.connection;
+    const created = new CLIENT_CLASSES[type](connection, connection.nextHandle++, type, {});
+    try {
+      await connection.send(this, method, args, created);
+    } catch (error) {
+      created.dispose();
+      throw error;
+    }
+    return created;
+  }
 }
 
 // Frees an object in the worker after the calls sent before (no reply).
@@ -261,7 +276,15 @@ function clientClass(type) {
       return this.call(method, args);
     };
   }
-  returnPromises(Client, Object.keys(spec.calls));
+  for (const [method, made] of Object.entries(spec.loads)) {
+    Client.prototype[method] = function proxiedLoad(...args) {
+      this.checkAlive(method);
+      made.check?.(this, ...args);
+      this.checkAlive(method);
+      return this.load(method, args, made.type);
+    };
+  }
+  returnPromises(Client, [...Object.keys(spec.calls), ...Object.keys(spec.loads)]);
   for (const [method, made] of Object.entries(spec.creates)) {
     Client.prototype[method] = function proxiedCreate(...args) {
       this.checkAlive(method);

@@ -8,6 +8,9 @@
 //   creates: methods that return a new proxied object synchronously (its
 //            class and check, whose result the client keeps as `checked`);
 //            it lives in the worker and is sent as a handle;
+//   loads:   methods whose Promise resolves to a new proxied object (its
+//            class and check, or null), made in the worker first: its
+//            getters are all read there (a loaded cache's are known only then);
 //   getters: its properties, answered by the client from `state`:
 //   known:   their values from its creating check's result alone, as the
 //            in-thread class has them (so known at once);
@@ -19,7 +22,9 @@
 // The checks receive the client object first (its `checked` and `state`;
 // `self.ours`: whether a value is a proxied KVCache of the same worker).
 import { checkModuleCacheOptions, checkConfig, parametersOf } from './config.js';
-import { checkReorder, checkTruncate } from './kv_cache.js';
+import {
+  checkReorder, checkResize, checkSavedBytes, checkSelect, checkTruncate,
+} from './kv_cache.js';
 import { checkSdpa, checkSdpaCache } from './library.js';
 import { checkShards } from './weights.js';
 import {
@@ -41,6 +46,9 @@ export const PROXIED = {
       createMultiheadAttention: { type: 'MultiheadAttention', check: (self, config) => checkConfig(config) },
       createKVCache: { type: 'KVCache', check: (self, options) => checkSdpaCache(options) },
     },
+    loads: {
+      loadKVCache: { type: 'KVCache', check: (self, bytes) => checkSavedBytes(bytes) },
+    },
     getters: [],
     known: null,
     mirror: [],
@@ -60,6 +68,9 @@ export const PROXIED = {
         type: 'KVCache', check: (self, options) => checkModuleCacheOptions(self.checked, options),
       },
     },
+    loads: {
+      loadKVCache: { type: 'KVCache', check: (self, bytes) => checkSavedBytes(bytes) },
+    },
     getters: ['parameters', 'memory'],
     known: (config) => ({ parameters: parametersOf(config), memory: 0 }),
     // Loads change it.
@@ -73,12 +84,19 @@ export const PROXIED = {
       truncate: (self, n) => checkTruncate(n),
       reset: null,
       reorder: (self, indices) => checkReorder(indices, self.state.batchSize),
+      save: null,
+      resize: (self, maxLength) => checkResize(maxLength),
     },
     creates: {},
+    loads: {
+      select: { type: 'KVCache', check: (self, indices) => checkSelect(indices) },
+      clone: { type: 'KVCache', check: null },
+    },
     getters: ['length', 'held', 'maxLength', 'batchSize', 'dtype', 'bytes', 'rolling'],
     known: newCache,
-    // Calls that take the cache (forward, scaledDotProductAttention) change it.
-    mirror: ['length', 'held'],
+    // Calls that take the cache (forward, scaledDotProductAttention) change
+    // them; resize, maxLength and bytes.
+    mirror: ['length', 'held', 'maxLength', 'bytes'],
     disposable: true,
     name: 'cache',
     noun: 'KVCache',

@@ -61,7 +61,8 @@ function encodeError(error) {
 async function call({ id, target, method, args, create, staged, arrays }) {
   const entry = lookUp(target);
   const spec = PROXIED[entry.type];
-  const made = spec.creates[method];
+  const loaded = spec.loads[method];
+  const made = spec.creates[method] ?? loaded;
   if (!(method in spec.calls) && made === undefined) {
     throw new MHAError(`${method}: not a method the proxy forwards`);
   }
@@ -80,7 +81,7 @@ async function call({ id, target, method, args, create, staged, arrays }) {
   if (made === undefined) return { id, value, states };
   const created = { object: value, type: made.type };
   objects.set(create, created);
-  states[create] = stateOf(created, PROXIED[made.type].mirror);
+  states[create] = stateOf(created, PROXIED[made.type][loaded ? 'getters' : 'mirror']);
   return { id, value: null, states };
 }
 

@@ -78,6 +78,14 @@ export function contractTable(fixture) {
   };
   const createWith = (extra) => (ctx) => create(ctx, { embedDim: 8, numHeads: 2, ...extra });
   const forwardInto = (ctx, cache) => ctx.mha.forward(query, key, value, { cache, needWeights: false });
+  // One more step on caches a and b; throws unless their outputs have the same bits.
+  const sameStep = async (ctx, a, b) => {
+    const row = { data: query.data.subarray(0, 32), shape: [1, 2, 16] };
+    const [x, y] = await Promise.all([a, b].map((cache) =>
+      ctx.mha.forward(row, row, row, { cache, needWeights: false })));
+    const bits = (t) => new Uint32Array(t.output.data.buffer, t.output.data.byteOffset, t.output.data.length);
+    if (!bits(x).every((v, i) => v === bits(y)[i])) throw new Error('the two caches gave other bits');
+  };
 
   const THROWS = (pattern) => ({ throws: pattern });
   const REJECTS = (pattern) => ({ rejects: pattern });
@@ -331,6 +339,72 @@ export function contractTable(fixture) {
       REJECTS(/^reorder: expected a live KVCache, received one that was disposed$/)],
     ['truncate on a disposed cache', (ctx) => disposed(cacheOf(ctx)).truncate(0),
       REJECTS(/^truncate: expected a live KVCache, received one that was disposed$/)],
+
+    // save, loadKVCache, select, clone, resize (docs/design.md, "Caches an app keeps: save,
+    // restore, fork, grow, stream"): the bytes cross to the worker and back; what is made
+    // continues bit for bit.
+    ['save after an unawaited forward, mha.loadKVCache, a step on each: the same bits', async (ctx) => {
+      const cache = cacheOf(ctx);
+      forwardInto(ctx, cache);
+      const bytes = await cache.save();
+      const loaded = made(ctx, await ctx.mha.loadKVCache(bytes));
+      await sameStep(ctx, cache, loaded);
+      return [bytes, loaded.length, loaded.held, loaded.maxLength, loaded.batchSize, loaded.dtype,
+        loaded.rolling, loaded.bytes];
+    }, RESOLVES],
+    ['lib.loadKVCache of a functional cache, from its ArrayBuffer', async (ctx) => {
+      const cache = made(ctx, ctx.lib.createKVCache({ ...sdpaCache, dtype: 'bfloat16' }));
+      ctx.lib.scaledDotProductAttention(q4, k4, k4, { cache });
+      const loaded = made(ctx, await ctx.lib.loadKVCache((await cache.save()).buffer));
+      return [loaded.length, loaded.maxLength, loaded.dtype, loaded.bytes];
+    }, RESOLVES],
+    ['mha.loadKVCache: a functional cache of other heads', async (ctx) =>
+      ctx.mha.loadKVCache(await made(ctx, ctx.lib.createKVCache(sdpaCache)).save()),
+    REJECTS(/^loadKVCache: bytes: the saved cache's heads differ from this module's caches: num_kv_heads 4 \(this module's: 2\); nothing was loaded$/)],
+    ['mha.loadKVCache: a string', ({ mha }) => mha.loadKVCache('cache'),
+      REJECTS(/^loadKVCache: bytes: expected a Uint8Array \(or ArrayBuffer\) from cache\.save\(\), received the string 'cache'$/)],
+    ['mha.loadKVCache: truncated bytes', async (ctx) => {
+      const bytes = await cacheOf(ctx).save();
+      return ctx.mha.loadKVCache(bytes.subarray(0, 40));
+    }, REJECTS(/^loadKVCache: bytes: expected a saved KVCache \(at least 88 bytes\), got 40 bytes/)],
+    ['mha.loadKVCache: a corrupted key', async (ctx) => {
+      const cache = cacheOf(ctx);
+      forwardInto(ctx, cache);
+      const bytes = await cache.save();
+      bytes[100] ^= 1;
+      return ctx.mha.loadKVCache(bytes);
+    }, REJECTS(/^loadKVCache: bytes: the keys' and values' checksum \(CRC-32\) does not match/)],
+    ['save on a disposed cache', (ctx) => disposed(cacheOf(ctx)).save(),
+      REJECTS(/^save: expected a live KVCache, received one that was disposed$/)],
+    ['select([1, 1, 0]) after an unawaited forward', async (ctx) => {
+      const cache = cacheOf(ctx);
+      forwardInto(ctx, cache);
+      const beams = made(ctx, await cache.select(Int32Array.of(1, 1, 0)));
+      return [beams.batchSize, beams.length, beams.maxLength, beams.dtype];
+    }, RESOLVES],
+    ['select: an index out of range', (ctx) => cacheOf(ctx).select(Int32Array.of(0, 2)),
+      REJECTS(/^select: indices\[1\]: expected an index in \[0, 2\) \(the cache's batch_size\), got 2$/)],
+    ['select: an Array', (ctx) => cacheOf(ctx).select([0]),
+      REJECTS(/^select: indices: expected an Int32Array of at least one entry/)],
+    ['clone after an unawaited forward, a step on each: the same bits', async (ctx) => {
+      const cache = cacheOf(ctx);
+      forwardInto(ctx, cache);
+      const clone = made(ctx, await cache.clone());
+      await sameStep(ctx, cache, clone);
+      return [clone.batchSize, clone.length, clone.maxLength];
+    }, RESOLVES],
+    ['resize after an unawaited forward', async (ctx) => {
+      const cache = cacheOf(ctx);
+      forwardInto(ctx, cache);
+      await cache.resize(32);
+      return [cache.maxLength, cache.bytes, cache.length];
+    }, RESOLVES],
+    ['resize below the keys of an unawaited forward', (ctx) => {
+      const cache = cacheOf(ctx);
+      forwardInto(ctx, cache);
+      return cache.resize(6);
+    }, REJECTS(/^resize: expected a max_length >= 7 \(the keys the cache holds per entry; truncate first to hold fewer\), got 6; the cache is left as it was$/)],
+    ['resize(0)', (ctx) => cacheOf(ctx).resize(0), REJECTS(/^resize: maxLength: expected a positive integer, received number 0$/)],
 
     // scaledDotProductAttention.
     ['sdpa', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4), RESOLVES],

@@ -56,6 +56,11 @@ export async function usage(): Promise<number> {
   await lib.scaledDotProductAttention(x, x, x, { cache: c2, enableGqa: true });
   await cache.truncate(0);
   await cache.reorder(Int32Array.of(0));
+  const saved: Uint8Array = await cache.save();
+  const restored: KVCache = await gqa.loadKVCache(saved);
+  const beams: KVCache = await restored.select(Int32Array.of(0, 0, 0, 0));
+  await (await beams.clone()).resize(32);
+  await lib.loadKVCache(await c2.save());
   c2.dispose();
   mha.dispose();
   try {
@@ -65,6 +70,10 @@ export async function usage(): Promise<number> {
     c2.bytes = 0;
     // @ts-expect-error reorder takes an Int32Array
     await cache.reorder([0]);
+    // @ts-expect-error select takes an Int32Array
+    await cache.select([0, 0]);
+    // @ts-expect-error loadKVCache takes the bytes of cache.save()
+    await gqa.loadKVCache('cache');
     // @ts-expect-error positions is an Int32Array
     await gqa.forward(x, x, x, { positions: [0, 1] });
     // @ts-expect-error weightsDtype is one of the named dtypes
