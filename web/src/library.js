@@ -1,6 +1,6 @@
 // What loadMHA() resolves to: one instantiated WASM build and its thread pool.
 import { callFrame } from './call_frame.js';
-import { windowOption } from './config.js';
+import { checkFloat32Option, windowOption } from './config.js';
 import { callCore } from './core_call.js';
 import { memoryBuffer } from './heap.js';
 import { KVCache, cachesOf, checkCache, checkCacheOptions, checkCacheSize } from './kv_cache.js';
@@ -27,8 +27,10 @@ export function checkSdpa(query, key, value, options, ours) {
   checkTensor(query, 'query');
   checkKeyValue(key, value, cache);
   const attnMask = checkMask(o.attnMask, 'attnMask');
-  if (o.scale !== undefined && !(typeof o.scale === 'number' && o.scale > 0 && o.scale < Infinity)) {
-    throw new MHAError(`scale: expected a positive number (or undefined for ` +
+  // Both as the float32 the core receives (config.js's checkFloat32Option).
+  if (o.scale !== undefined && !(typeof o.scale === 'number' && o.scale > 0 &&
+                                 Number.isFinite(Math.fround(o.scale)))) {
+    throw new MHAError(`scale: expected a positive finite number (or undefined for ` +
                        `1/sqrt(E)), received ${describe(o.scale)}`);
   }
   if (o.softcap !== undefined && !(typeof o.softcap === 'number' && o.softcap > 0 &&
@@ -36,6 +38,8 @@ export function checkSdpa(query, key, value, options, ours) {
     throw new MHAError(`softcap: expected a positive finite number (or undefined for none), ` +
                        `received ${describe(o.softcap)}`);
   }
+  checkFloat32Option(o.scale, 'scale', '1/sqrt(E)', 'undefined');
+  checkFloat32Option(o.softcap, 'softcap', 'none', 'undefined');
   const flags = {
     isCausal: checkBoolean(o.isCausal, 'isCausal', false),
     enableGqa: checkBoolean(o.enableGqa, 'enableGqa', false),
@@ -71,10 +75,21 @@ export function checkSdpaCache(options) {
   return checked;
 }
 
+// The instance under a library, for the package's tests (not exported by
+// the package's entry points).
+export let wasmOf;
+
 export class MHALibrary {
+  // Private: the engine's instance is not the caller's to reach or change.
+  #wasm;
+
+  static {
+    wasmOf = (lib) => lib.#wasm;
+  }
+
   // threadsOffReason: null, or why the single-thread build runs; relaxedSimd: the engine's probe.
   constructor(wasm, { build, threadsOffReason, relaxedSimd }) {
-    this.wasm = wasm;
+    this.#wasm = wasm;
     const core = wasm.info();
     // proxy: false here; a proxied library (proxy_client.js) says true.
     this.info = Object.freeze({
@@ -91,7 +106,7 @@ export class MHALibrary {
   }
 
   createMultiheadAttention(config) {
-    return new MultiheadAttention(this.wasm, config);
+    return new MultiheadAttention(this.#wasm, config);
   }
 
   // A cache for scaledDotProductAttention: {batchSize, numKVHeads, headDim,
@@ -99,7 +114,7 @@ export class MHALibrary {
   // (rolling: the calls that use it need a finite left window).
   createKVCache(options) {
     const c = checkSdpaCache(options);
-    return new KVCache(this.wasm, c, (cache, result) => cache.createFree({
+    return new KVCache(this.#wasm, c, (cache, result) => cache.createFree({
       batch_size: c.batchSize, max_length: c.maxLength, dtype: c.dtype, rolling: c.rolling,
       num_kv_heads: c.numKVHeads, head_dim: c.headDim, v_head_dim: c.vHeadDim,
     }, result));
@@ -109,11 +124,11 @@ export class MHALibrary {
   // attnMask is true where a query MAY attend.
   scaledDotProductAttention(query, key, value, options) {
     const { attnMask, flags, numbers, cache, sinks, alibiSlopes } = checkSdpa(query, key, value,
-      options, cachesOf(this.wasm));
-    return callFrame(this.wasm, 'scaledDotProductAttention',
+      options, cachesOf(this.#wasm));
+    return callFrame(this.#wasm, 'scaledDotProductAttention',
       { query, key, value, attnMask, sinks, alibiSlopes }, flags, numbers,
       // Checked again: the copy reads each tensor's getters once more.
-      (frame, result) => this.wasm.scaledDotProductAttention(frame,
+      (frame, result) => this.#wasm.scaledDotProductAttention(frame,
         cache?.checkAlive('cache') ?? null, result)).output;
   }
 
@@ -124,14 +139,14 @@ export class MHALibrary {
   // none of them: it comes from the model's config (num_attention_heads).
   listAttentionModules(bytes) {
     const shards = checkShards(bytes, 'listAttentionModules');
-    return callCore(this.wasm, 'listAttentionModules', (heap, result) =>
-      this.wasm.listAttentionModules(shards.map((shard) => copyHeader(heap, shard)), result));
+    return callCore(this.#wasm, 'listAttentionModules', (heap, result) =>
+      this.#wasm.listAttentionModules(shards.map((shard) => copyHeader(heap, shard)), result));
   }
 
   // Diagnostics: the WASM heap's top (sbrk), bytes malloc'd, memory size.
   heapInfo() {
-    const { heapTop, inUseBytes } = this.wasm.heapInfo();
-    return { heapTop, inUseBytes, memoryBytes: memoryBuffer(this.wasm).byteLength };
+    const { heapTop, inUseBytes } = this.#wasm.heapInfo();
+    return { heapTop, inUseBytes, memoryBytes: memoryBuffer(this.#wasm).byteLength };
   }
 }
 
