@@ -6,6 +6,12 @@
 namespace mha {
 
 Status CheckScoreOptions(const ScoreOptions& options) {
+  // Any finite scale, as PyTorch's functional form takes (the module's own
+  // check wants it positive); an infinite one would make every score NaN.
+  if (!std::isfinite(options.scale)) {
+    return Status::InvalidArgument("scale: expected a finite number, got " +
+                                   std::to_string(options.scale));
+  }
   if (!(std::isfinite(options.softcap) && options.softcap >= 0.0f)) {
     return Status::InvalidArgument("softcap: expected a positive finite number (or 0 for none), "
                                    "got " + std::to_string(options.softcap));
