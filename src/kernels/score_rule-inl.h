@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstdlib>
 #include <limits>
 
 #include "hwy/highway.h"
@@ -80,17 +82,18 @@ inline void ApplyScoreRule(const kernels::ScoreRule& r, size_t keys, size_t i0, 
   }
   cols = masked_cols;
   if (r.alibi_slope != 0.0f) {
-    // Per key, the bias of query q is base - step * q (j - p_i falls by one a
-    // query); symmetric, its magnitude turns where the query passes the key.
+    // The bias is the slope times j - p_i, the difference taken in integers
+    // and only then made a float: positions past 2^24 (a rolling cache's)
+    // would round apart as floats. Per key it falls by one a query;
+    // symmetric, its magnitude turns where the query passes the key.
     const float step = r.alibi_slope * unit;
-    const float p0 = static_cast<float>(r.Position(i0));
+    const int64_t p0 = static_cast<int64_t>(r.Position(i0));
     for (size_t c = 0; c < cols; ++c) {
-      const float base = static_cast<float>(j0 + c) - p0;
+      const int64_t base = static_cast<int64_t>(j0 + c) - p0;
       float* HWY_RESTRICT row = scores + c * key_stride;
-      if (r.alibi_symmetric) {
-        for (size_t q = 0; q < n; ++q) row[q] -= step * std::abs(base - static_cast<float>(q));
-      } else {
-        for (size_t q = 0; q < n; ++q) row[q] += step * (base - static_cast<float>(q));
+      for (size_t q = 0; q < n; ++q) {
+        const int64_t diff = base - static_cast<int64_t>(q);
+        row[q] += step * static_cast<float>(r.alibi_symmetric ? -std::abs(diff) : diff);
       }
     }
   }
