@@ -85,7 +85,6 @@ struct MultiheadAttention::Impl {
 
   std::mutex mutex;  // one Forward at a time: buffers below are shared
   AlignedBuffer qkv, attn, extras, head_weights, scratch;
-  AlignedBuffer overwritten;  // the cache's keys a call may overwrite (KVCacheAccess)
   std::vector<float> kpm_storage, mask_storage, rotary_table;
   std::vector<kernels::AttentionHead> heads;
   std::vector<size_t> live_keys;                // per batch entry
