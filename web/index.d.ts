@@ -39,7 +39,10 @@ export interface LoadOptions {
    * Worker per thread beside the calling one, and dispose() ends them.
    */
   threads?: 'auto' | number;
-  /** Default: 'simd-threaded' where SharedArrayBuffer is usable (Node, cross-origin-isolated pages). */
+  /**
+   * Default, where SharedArrayBuffer is usable (Node, cross-origin-isolated pages):
+   * 'relaxed-simd-threaded' when the engine has relaxed SIMD, else 'simd-threaded'; elsewhere 'simd'.
+   */
   build?: BuildName;
   /**
    * 'auto' (default): on a page's main thread the engine runs in a Worker of the package's own;
@@ -59,7 +62,8 @@ export interface LibraryInfo {
   build: BuildName;
   /** Threads the pool runs, counting the calling thread. */
   threads: number;
-  simd: boolean;
+  /** Always true: every build runs WebAssembly SIMD128 (Highway's WASM target). */
+  simd: true;
   /**
    * Whether the engine has relaxed SIMD (WebAssembly.validate probe); the threaded build then uses
    * it ('relaxed-simd-threaded'). The single-thread build does not.
@@ -360,7 +364,7 @@ export interface ForwardOptions {
    * This module's cache: key/value hold only the new rows (or are both null to attend the
    * cache only), appended at positions cache.length..; masks and weights span all keys held.
    */
-  cache?: KVCache;
+  cache?: KVCache | null;
   /**
    * Rotary position of each query row and of the key row appended with it: N * L entries,
    * batch-major (n * L + i) whatever batchFirst (L unbatched); default cache.length + i.
@@ -428,7 +432,7 @@ export interface SdpaOptions {
   /** key/value may have fewer heads, dividing the query's (PyTorch 2.5). */
   enableGqa?: boolean;
   /** A cache from lib.createKVCache: key/value (B, Hkv, S_new, E) are appended, or both null. */
-  cache?: KVCache;
+  cache?: KVCache | null;
 }
 
 export interface HeapInfo {

@@ -16,6 +16,10 @@ constexpr size_t kMinKeysPerRange = 128;
 // Ranges per thread: items are claimed dynamically, so a few per thread even
 // out threads slowed by other load.
 constexpr size_t kRangesPerThread = 4;
+// The split is planned for this many threads whatever the pool holds (the
+// WebAssembly build's pool size), so that the ranges, and so the output's
+// bits, are the same at every thread count; one thread merely runs them all.
+constexpr size_t kSplitThreads = 8;
 
 std::atomic<size_t> g_forced_keys_per_range{0};  // SetDecodeSplitForTesting
 std::atomic<size_t> g_split_calls{0};
@@ -51,16 +55,18 @@ DecodeGroup StartGroup(const AttentionHead& head) {
   return g;
 }
 
-// Keys beyond every row's horizon, or before every row's window, are never
-// read: sets the group's first_key and num_keys (its end).
+// Keys no row reads (ScoreRule::Keys) are left out of the ranges: sets the
+// group's first_key and num_keys (its end).
 void LimitKeys(DecodeGroup* g) {
-  size_t start = SIZE_MAX, horizon = 0;
+  size_t begin = SIZE_MAX, end = 0;
   for (size_t r = 0; r < g->num_rows; ++r) {
-    start = std::min(start, g->rule[r].Start(0));
-    horizon = std::max(horizon, g->rule[r].Horizon(0));
+    const kernels::KeyRange keys = g->rule[r].Keys(0, g->num_keys);
+    if (keys.begin == keys.end) continue;
+    begin = std::min(begin, keys.begin);
+    end = std::max(end, keys.end);
   }
-  g->num_keys = std::min(g->num_keys, horizon);
-  g->first_key = std::min(start, g->num_keys);
+  g->num_keys = end;
+  g->first_key = std::min(begin, end);
 }
 
 }  // namespace
@@ -79,24 +85,25 @@ void RunDecodeHeads(const std::vector<AttentionHead>& heads, ThreadPool* pool,
     }
     AddRows(h, &groups.back());
   }
-  size_t total_keys = 0, state_size = 0, scratch_size = 0, work = 0;
+  size_t total_keys = 0, state_size = 0, scratch_size = 0;
+  double work = 0.0;  // a size_t product could wrap on wasm32
   for (DecodeGroup& g : groups) {
     LimitKeys(&g);
     total_keys += g.num_keys - g.first_key;
     state_size = std::max(state_size, kernels::DecodeStateSize(g));
     scratch_size = std::max(scratch_size, kernels::DecodeScratchSize(g));
-    work += g.num_rows * (g.num_keys - g.first_key) * (g.qk_dim + g.v_dim);
+    work += static_cast<double>(g.num_rows) * (g.num_keys - g.first_key) * (g.qk_dim + g.v_dim);
   }
   const size_t forced = g_forced_keys_per_range.load(std::memory_order_relaxed);
   if (forced == 0) pool = SharedPool(pool, work);
   const size_t min_keys = forced != 0 ? forced : kMinKeysPerRange;
   const size_t threads = pool != nullptr ? pool->num_threads() : 1;
-  // Ranges per group: enough items for every thread (two at least when
+  // Ranges per group: enough items for kSplitThreads (two at least when
   // forced), few keys each no less than min_keys.
   const size_t wanted = std::max<size_t>(
-      forced != 0 ? 2 : 1, (threads * kRangesPerThread + groups.size() - 1) / groups.size());
+      forced != 0 ? 2 : 1, (kSplitThreads * kRangesPerThread + groups.size() - 1) / groups.size());
   const size_t max_keys = total_keys / groups.size() + 1;
-  const size_t ranges = threads == 1 ? 1 : std::max<size_t>(1, std::min(wanted, max_keys / min_keys));
+  const size_t ranges = std::max<size_t>(1, std::min(wanted, max_keys / min_keys));
   if (ranges > 1) g_split_calls.fetch_add(1, std::memory_order_relaxed);
   state_size = (state_size + 15) / 16 * 16;
   scratch_size = (scratch_size + 63) / 64 * 64;

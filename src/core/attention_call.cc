@@ -6,6 +6,12 @@
 namespace mha {
 
 Status CheckScoreOptions(const ScoreOptions& options) {
+  // Any finite scale, as PyTorch's functional form takes (the module's own
+  // check wants it positive); an infinite one would make every score NaN.
+  if (!std::isfinite(options.scale)) {
+    return Status::InvalidArgument("scale: expected a finite number, got " +
+                                   std::to_string(options.scale));
+  }
   if (!(std::isfinite(options.softcap) && options.softcap >= 0.0f)) {
     return Status::InvalidArgument("softcap: expected a positive finite number (or 0 for none), "
                                    "got " + std::to_string(options.softcap));
@@ -50,6 +56,9 @@ void FillHeads(const AttentionPlan& plan, const HeadSources& sources,
   if (plan.N * plan.H == 0) return;  // no head (and Hkv may be 0: no group to divide by)
   const size_t group = plan.H / plan.Hkv, keys = plan.Keys(), T = plan.T();
   for (size_t n = 0; n < plan.N; ++n) {
+    const size_t masked_keys = sources.masked_keys != nullptr ? sources.masked_keys[n] : T;
+    const float* key_bias = sources.key_bias != nullptr ? sources.key_bias + n * T : nullptr;
+    const size_t* live = sources.live != nullptr ? sources.live + n * 2 * (T + 1) : nullptr;
     for (size_t h = 0; h < plan.H; ++h) {
       kernels::AttentionHead head;
       head.q = sources.q.At(n, h);
@@ -58,7 +67,7 @@ void FillHeads(const AttentionPlan& plan, const HeadSources& sources,
       head.out = sources.out.At(n, h);
       head.out_stride = sources.out.row;
       head.num_queries = plan.L;
-      head.masked_keys = sources.masked_keys != nullptr ? sources.masked_keys[n] : T;
+      head.masked_keys = masked_keys;
       head.qk_dim = plan.qk_dim;
       head.v_dim = plan.v_dim;
       head.scale = plan.score.scale;
@@ -72,7 +81,11 @@ void FillHeads(const AttentionPlan& plan, const HeadSources& sources,
         rule.mask = sources.mask.At(n, h);
         rule.mask_stride = sources.mask.row;
       }
-      if (sources.key_bias != nullptr) rule.key_bias = sources.key_bias + n * T;
+      rule.key_bias = key_bias;
+      if (live != nullptr) {
+        rule.live_from = live;
+        rule.live_to = live + T + 1;
+      }
       rule.causal = plan.causal;
       rule.causal_offset = plan.P;
       rule.softcap = plan.score.softcap;

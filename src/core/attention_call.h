@@ -71,6 +71,7 @@ struct HeadSources {
   KVRows kv;                          // head (n, g): the cache's rows or the call's
   HeadLayout<const float> mask;       // additive, (L x T) per head; base null: none
   const float* key_bias = nullptr;    // additive, T per batch entry, or null
+  const size_t* live = nullptr;       // with key_bias, per entry its LiveKeys (2 (T + 1))
   const float* extra_k = nullptr;     // query head h: num_extra rows at h * num_extra * qk_dim
   const float* extra_v = nullptr;
   const size_t* masked_keys = nullptr;  // per batch entry (key padding trimmed), else T

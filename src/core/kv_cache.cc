@@ -261,24 +261,23 @@ void CopyOldest(const KVCacheConfig& c, size_t first_slot, size_t count, uint8_t
 
 }  // namespace
 
-void KVCacheAccess::SaveOverwritten(const KVCache& cache, int64_t new_keys,
-                                    AlignedBuffer* saved) {
+void KVCacheAccess::SaveOverwritten(KVCache& cache, int64_t new_keys) {
   const size_t count = Overwritten(cache, new_keys);
   if (count == 0) return;
   const KVCacheConfig& c = cache.config_;
   const size_t bytes = static_cast<size_t>(c.batch_size * c.num_kv_heads) * count *
                        static_cast<size_t>(c.head_dim + c.v_head_dim) * ElementSize(c.dtype);
-  uint8_t* to = reinterpret_cast<uint8_t*>(saved->Get((bytes + 3) / 4));
+  uint8_t* to = reinterpret_cast<uint8_t*>(cache.state_->overwritten.Get((bytes + 3) / 4));
   const size_t first = static_cast<size_t>(cache.length() - cache.held());
   CopyOldest(c, first, count, cache.state_->keys.get(), cache.state_->values.get(), to, true);
 }
 
-void KVCacheAccess::Abandon(KVCache& cache, int64_t new_keys, AlignedBuffer* saved) {
+void KVCacheAccess::Abandon(KVCache& cache, int64_t new_keys) {
   const size_t count = Overwritten(cache, new_keys);
   if (count == 0) return;
   const size_t first = static_cast<size_t>(cache.length() - cache.held());
   CopyOldest(cache.config_, first, count, cache.state_->keys.get(), cache.state_->values.get(),
-             reinterpret_cast<uint8_t*>(saved->Get(0)), false);
+             reinterpret_cast<uint8_t*>(cache.state_->overwritten.Get(0)), false);
 }
 
 HeldSlots KVCacheAccess::Held(const KVCache& cache) {

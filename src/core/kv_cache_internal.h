@@ -40,6 +40,10 @@ struct KVCache::State {
   // batch_size counters for Reorder, allocated with the storage so that
   // reordering allocates nothing (src/core/kv_cache.cc).
   hwy::AlignedFreeUniquePtr<int32_t[]> reorder_marks;
+  // The held keys and values the current call may overwrite (a full rolling
+  // ring's oldest), saved so that a failed call can put them back: grown on
+  // the first such call and kept, not allocated per call.
+  AlignedBuffer overwritten;
 };
 
 // New rows to append: the features of head g of new key j of batch entry n
@@ -132,14 +136,15 @@ class KVCacheAccess {
   static void Grow(KVCache& cache, int64_t length);
 
   // Before a call that may write new_keys keys: copies the held keys and
-  // values they would overwrite (a full rolling ring's oldest) to `saved`.
-  // Throws std::bad_alloc, the cache unchanged. The caller holds the lock.
-  static void SaveOverwritten(const KVCache& cache, int64_t new_keys, AlignedBuffer* saved);
+  // values they would overwrite (a full rolling ring's oldest) aside, into
+  // the cache's State::overwritten. Throws std::bad_alloc, the cache
+  // unchanged. The caller holds the lock.
+  static void SaveOverwritten(KVCache& cache, int64_t new_keys);
 
   // After a call that may have written new_keys keys (Write) and then
   // failed: puts back what SaveOverwritten saved, so that the cache is as
   // it was (length, held and contents). Does not allocate.
-  static void Abandon(KVCache& cache, int64_t new_keys, AlignedBuffer* saved);
+  static void Abandon(KVCache& cache, int64_t new_keys);
 
   // The slots of the held positions.
   static HeldSlots Held(const KVCache& cache);

@@ -228,11 +228,11 @@ Status MultiheadAttention::Forward(const TensorView& query, const TensorView& ke
       m.complete = true;
     }
     KVCache* cache = options.cache;
-    if (cache != nullptr) KVCacheAccess::SaveOverwritten(*cache, plan.attention.S, &m.overwritten);
+    if (cache != nullptr) KVCacheAccess::SaveOverwritten(*cache, plan.attention.S);
     try {
       m.Run(config_, plan, query, key, value, options, result, pool);
     } catch (...) {
-      if (cache != nullptr) KVCacheAccess::Abandon(*cache, plan.attention.S, &m.overwritten);
+      if (cache != nullptr) KVCacheAccess::Abandon(*cache, plan.attention.S);
       throw;
     }
   } catch (const std::bad_alloc&) {

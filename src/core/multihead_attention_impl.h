@@ -85,10 +85,10 @@ struct MultiheadAttention::Impl {
 
   std::mutex mutex;  // one Forward at a time: buffers below are shared
   AlignedBuffer qkv, attn, extras, head_weights, scratch;
-  AlignedBuffer overwritten;  // the cache's keys a call may overwrite (KVCacheAccess)
   std::vector<float> kpm_storage, mask_storage, rotary_table;
   std::vector<kernels::AttentionHead> heads;
   std::vector<size_t> live_keys;                // per batch entry
+  std::vector<size_t> live_storage;             // key padding's LiveKeys (HeadSources::live)
   bool trimmed = false;                         // live_keys stops before some keys
   std::vector<PackedLinear::Block> key_blocks;  // their rows of the key projections
   int64_t embed_dim = 0, kdim = 0, vdim = 0;
@@ -100,9 +100,10 @@ struct MultiheadAttention::Impl {
            const TensorView& key, const TensorView& value, const ForwardOptions& options,
            ForwardResult* result, ThreadPool* pool);
 
-  // Key padding as an additive mask (null without one). Without weights or
-  // a cache, keys it removes at the end of a batch entry are never
-  // attended: live_keys stops each entry before them and `trimmed` says so.
+  // Key padding as an additive mask (null without one), and its ends per
+  // batch entry (live_storage). Without weights or a cache, keys it removes
+  // at the end of a batch entry are never attended: live_keys stops each
+  // entry before them and `trimmed` says so.
   const float* TrimKeyPadding(const ForwardPlan& plan, const ForwardOptions& o);
   // Q, K and V (the live keys' rows only when trimmed).
   Projections Project(const ForwardPlan& plan, const TensorView& query, const TensorView& key,

@@ -3,7 +3,6 @@
 // stages it shares with ScaledDotProductAttention (attention_call.h).
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "src/attention/rotary.h"
 #include "src/core/multihead_attention_impl.h"
@@ -29,16 +28,20 @@ const float* MultiheadAttention::Impl::TrimKeyPadding(const ForwardPlan& plan,
                                                       const ForwardOptions& o) {
   const AttentionPlan& a = plan.attention;
   const float* kpm = AdditiveMask(o.key_padding_mask, 1, &kpm_storage);
-  live_keys.assign(a.N, a.T());
+  const size_t T = a.T();
+  live_keys.assign(a.N, T);
   trimmed = false;
-  // Rows of one entry are contiguous when the batch comes first or there is one.
-  if (kpm == nullptr || o.need_weights || o.cache != nullptr || !(plan.batch_first || a.N == 1)) {
-    return kpm;
-  }
-  const float neg_inf = -std::numeric_limits<float>::infinity();
+  if (kpm == nullptr) return kpm;
+  live_storage.resize(a.N * 2 * (T + 1));
   for (size_t n = 0; n < a.N; ++n) {
-    while (live_keys[n] > 0 && kpm[n * a.S + live_keys[n] - 1] == neg_inf) --live_keys[n];
-    trimmed = trimmed || live_keys[n] < a.S;
+    size_t* from = live_storage.data() + n * 2 * (T + 1);
+    kernels::LiveKeys(kpm + n * T, T, from, from + T + 1);
+  }
+  // Rows of one entry are contiguous when the batch comes first or there is one.
+  if (o.need_weights || o.cache != nullptr || !(plan.batch_first || a.N == 1)) return kpm;
+  for (size_t n = 0; n < a.N; ++n) {
+    live_keys[n] = live_storage[n * 2 * (T + 1) + T + 1 + T];  // LiveKeys' to[T]
+    trimmed = trimmed || live_keys[n] < T;
   }
   return kpm;
 }
@@ -168,6 +171,7 @@ HeadSources MultiheadAttention::Impl::Sources(const MultiheadAttentionConfig& c,
   s.mask = {AdditiveMask(o.attn_mask, 1, &mask_storage), per_head ? H * L * T : 0,
             per_head ? L * T : 0, T};
   s.key_bias = key_padding;
+  s.live = key_padding != nullptr ? live_storage.data() : nullptr;
   s.masked_keys = live_keys.data();
   s.sinks = c.sinks ? sinks.data() : nullptr;
   s.alibi_slopes = c.alibi.enabled ? c.alibi.slopes.data() : nullptr;

@@ -231,12 +231,11 @@ Status ScaledDotProductAttention(const TensorView& query, const TensorView& key,
     output->shape = out_shape;
     const AttentionPlan plan = Plan(d, options);
     KVCache* cache = options.cache;
-    AlignedBuffer overwritten;  // the cache's keys the call may overwrite
-    if (cache != nullptr) KVCacheAccess::SaveOverwritten(*cache, plan.S, &overwritten);
+    if (cache != nullptr) KVCacheAccess::SaveOverwritten(*cache, plan.S);
     try {
       Run(plan, d, query, key, value, options, output, pool);
     } catch (...) {
-      if (cache != nullptr) KVCacheAccess::Abandon(*cache, plan.S, &overwritten);
+      if (cache != nullptr) KVCacheAccess::Abandon(*cache, plan.S);
       throw;
     }
   } catch (const std::bad_alloc&) {

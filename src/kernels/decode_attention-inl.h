@@ -248,12 +248,16 @@ inline void DecodePartial(const DecodeGroup& g, size_t j0, size_t j1, float* sta
     const float* v =
         DecodeBlock(g, g.v, g.v_stride, g.v_dim, v_pad, c0, cols, value_buf, &v_step);
     for (size_t r = 0; r < g.num_rows; ++r) {
+      // Only the keys this row reads (ScoreRule::Keys), whatever the others hold.
+      const kernels::KeyRange keys = g.rule[r].Keys(0, g.num_keys);
+      const size_t b = HWY_MAX(keys.begin, c0), e = HWY_MIN(keys.end, c0 + cols);
+      if (b >= e) continue;
       float* row = scores + r * kDecodeSubBlock;
       float* s = state + r * row_size;
-      DecodeDots(qs + r * qk_pad, k, k_step, qk_pad, cols, row);
-      ApplyScoreRule(g.rule[r], 0, 1, c0, cols, cols, 1.0f, row, 1);
-      const float corr = DecodeSoftmax(cols, row, s + v_pad);
-      DecodeValues(row, v, v_step, v_pad, cols, corr, s);
+      DecodeDots(qs + r * qk_pad, k + (b - c0) * k_step, k_step, qk_pad, e - b, row);
+      ApplyScoreRule(g.rule[r], g.num_keys, 0, 1, b, e - b, e - b, 1.0f, row, 1);
+      const float corr = DecodeSoftmax(e - b, row, s + v_pad);
+      DecodeValues(row, v + (b - c0) * v_step, v_step, v_pad, e - b, corr, s);
     }
   }
 }
@@ -271,8 +275,11 @@ inline void DecodeMerge(const DecodeGroup& g, const float* states, size_t count,
     float sum = 0.0f;
     for (size_t b = 0; b < count; ++b) {
       const float* s = states + b * stride + r * row_size;
-      if (s[v_pad + 1] == 0.0f) continue;  // no attendable key in this range
-      const float w = std::exp(s[v_pad] - max);
+      // A range with no attendable key weighs 0; its 0 * NaN (a NaN value
+      // of a masked key the row reads) spreads as in one range.
+      const float w = s[v_pad] == -std::numeric_limits<float>::infinity()
+                          ? 0.0f
+                          : std::exp(s[v_pad] - max);
       sum += s[v_pad + 1] * w;
       for (size_t e = 0; e < dv; ++e) out[e] += s[e] * w;
     }

@@ -195,9 +195,10 @@ inline void ScoreTile(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
       k_rows[r] = KeyRow(h, j0, s.kt, j0 + c + HWY_MIN(r, rows - 1));
     }
     for (size_t q = 0; q < n_pad; q += 2 * lanes) {
-      // Causal: every key of these rows is beyond every query's horizon in
-      // these columns; ApplyScoreRule below writes them.
-      if (j0 + c + rows <= h.masked_keys && j0 + c >= h.rule.Horizon(i0 + q + 2 * lanes - 1)) {
+      // Every key of these rows is past what these columns' queries read
+      // (ScoreRule::Keys); ApplyScoreRule below writes them.
+      if (j0 + c + rows <= h.masked_keys &&
+          j0 + c >= h.rule.Keys(i0 + q + 2 * lanes - 1, h.masked_keys).end) {
         continue;
       }
       float* out = st + c * chunk + q;
@@ -208,7 +209,7 @@ inline void ScoreTile(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
           });
     }
   }
-  ApplyScoreRule(h.rule, i0, n, j0, cols, masked_cols, unit, st, chunk);
+  ApplyScoreRule(h.rule, h.masked_keys, i0, n, j0, cols, masked_cols, unit, st, chunk);
 }
 
 // The online softmax over one tile of base-2 scores, lane-wise per query:
@@ -242,8 +243,31 @@ inline void OnlineSoftmaxTile(size_t cols, size_t n_pad, const ChunkScratch& s) 
   }
 }
 
-// For queries q < n: acc_q = acc_q * corr[q] + sum_c st[c][q] * V[j0 + c].
-// Each loaded V vector feeds kTileRows queries.
+// Range r within [lo, hi).
+inline kernels::KeyRange Clip(kernels::KeyRange r, size_t lo, size_t hi) {
+  const size_t begin = HWY_MIN(HWY_MAX(r.begin, lo), hi);
+  return {begin, HWY_MAX(begin, HWY_MIN(r.end, hi))};
+}
+
+// acc += sum_j p[(j - j0) * chunk] * V[j] over keys [begin, end) of the tile
+// (value rows `v_stride` floats apart, v_pad floats each).
+inline void AddKeys(const float* HWY_RESTRICT p, const float* HWY_RESTRICT v, size_t v_stride,
+                    size_t v_pad, size_t j0, size_t begin, size_t end, float* HWY_RESTRICT acc) {
+  const hn::ScalableTag<float> d;
+  const size_t chunk = QueryChunk();
+  for (size_t j = begin; j < end; ++j) {
+    const auto pj = hn::Set(d, p[(j - j0) * chunk]);
+    const float* HWY_RESTRICT row = v + (j - j0) * v_stride;
+    for (size_t e = 0; e < v_pad; e += hn::Lanes(d)) {
+      hn::StoreU(FusedMulAdd(pj, hn::LoadU(d, row + e), hn::LoadU(d, acc + e)), d, acc + e);
+    }
+  }
+}
+
+// For queries q < n: acc_q = acc_q * corr[q] + sum_c st[c][q] * V[j0 + c]
+// over the keys of the tile that query reads (ScoreRule::Keys, and the
+// extra keys): none other, even at weight 0, so that a NaN value it may not
+// read never reaches it. Each loaded V vector feeds kTileRows queries.
 inline void AccumulateTile(const AttentionHead& h, size_t i0, size_t n, size_t j0, size_t cols,
                            const ChunkScratch& s) {
   const hn::ScalableTag<float> d;
@@ -264,22 +288,27 @@ inline void AccumulateTile(const AttentionHead& h, size_t i0, size_t n, size_t j
       std::fill(row + h.v_dim, row + v_pad, 0.0f);
     }
   }
+  // The tile's masked keys end at masked_end; extra keys follow, read by all.
+  const size_t tile_end = j0 + cols;
+  const size_t masked_end = HWY_MIN(tile_end, HWY_MAX(j0, h.masked_keys));
+  const auto reads = [&](size_t q) {
+    return Clip(h.rule.Keys(i0 + q, h.masked_keys), j0, masked_end);
+  };
   for (size_t q0 = 0; q0 < n; q0 += kTileRows) {
     const size_t rows = HWY_MIN(kTileRows, n - q0);
-    // Causal or a window's right side: keys after the block's last query's
-    // horizon weigh 0 for all its rows.
-    size_t keys = cols;
-    if (j0 + cols <= h.masked_keys) {
-      const size_t end = h.rule.Horizon(i0 + q0 + kTileRows - 1);
-      keys = HWY_MIN(cols, end > j0 ? end - j0 : 0);
-    }
+    // The keys every row of the block reads go through the register tile;
+    // those only some read (a causal or window edge) row by row after it.
+    const kernels::KeyRange first = reads(q0), last = reads(q0 + rows - 1);
+    kernels::KeyRange common{last.begin, HWY_MAX(last.begin, first.end)};
+    if (common.end == masked_end) common.end = tile_end;
     // Columns of st up to PaddedQueries(n) exist: no repeated rows needed.
     const float* p_rows[kTileRows];
-    TileRowPointers(s.st + q0, 1, kTileRows, p_rows);
+    TileRowPointers(s.st + (common.begin - j0) * chunk + q0, 1, kTileRows, p_rows);
+    const float* v_common = v + (common.begin - j0) * v_stride;
     float* acc = s.acc + q0 * v_pad;
     for (size_t e = 0; e < v_pad; e += 2 * lanes) {
       RegisterTile(
-          d, p_rows, chunk, v + e, v_stride, keys,
+          d, p_rows, chunk, v_common + e, v_stride, common.end - common.begin,
           [&](size_t r, size_t half) {
             const size_t row = HWY_MIN(r, rows - 1);
             return hn::Mul(hn::LoadU(d, acc + row * v_pad + e + half * lanes),
@@ -289,16 +318,26 @@ inline void AccumulateTile(const AttentionHead& h, size_t i0, size_t n, size_t j
             if (r < rows) StoreRow(d, a0, a1, 2 * lanes, acc + r * v_pad + e);
           });
     }
+    for (size_t r = 0; r < rows; ++r) {
+      const kernels::KeyRange mine = reads(q0 + r);
+      const float* p = s.st + q0 + r;
+      float* row_acc = acc + r * v_pad;
+      AddKeys(p, v, v_stride, v_pad, j0, mine.begin, HWY_MIN(mine.end, common.begin), row_acc);
+      AddKeys(p, v, v_stride, v_pad, j0, HWY_MAX(mine.begin, common.end), mine.end, row_acc);
+      if (common.end < tile_end) AddKeys(p, v, v_stride, v_pad, j0, masked_end, tile_end, row_acc);
+    }
   }
 }
 
-// Keys of [j0, j0 + cols) up to the last one key padding leaves: trailing
-// padded keys weigh 0 and are not computed (0 for a fully padded tile).
-inline size_t UnpaddedCols(const AttentionHead& h, size_t j0, size_t cols) {
-  const float* key_bias = h.rule.key_bias;
-  if (key_bias == nullptr || j0 + cols > h.masked_keys) return cols;
-  while (cols > 0 && key_bias[j0 + cols - 1] == kNegInf) --cols;
-  return cols;
+// Keys some query of [i0, i0 + n) reads (ScoreRule::Keys: both ends grow
+// with the query), and whether the tile [j0, j0 + cols) holds one of them or
+// an extra key.
+inline kernels::KeyRange ChunkKeys(const AttentionHead& h, size_t i0, size_t n) {
+  return {h.rule.Keys(i0, h.masked_keys).begin, h.rule.Keys(i0 + n - 1, h.masked_keys).end};
+}
+inline bool TileRead(const AttentionHead& h, const kernels::KeyRange& keys, size_t j0,
+                     size_t cols) {
+  return j0 + cols > h.masked_keys || (j0 < keys.end && j0 + cols > keys.begin);
 }
 
 // out[i0 + q] = acc_q / (sum[q] + 2^(sink - max[q])); NaN for a query that
@@ -326,15 +365,13 @@ inline void FlashChunk(const AttentionHead& h, size_t i0, size_t n, const ChunkS
   std::fill(s.row_sum, s.row_sum + chunk, 0.0f);
   std::fill(s.acc, s.acc + n * PaddedVDim(h.v_dim), 0.0f);
   const size_t num_keys = h.num_keys();
-  // A window: tiles before the first query's start are never read, so a
-  // window of W costs O(W) per query, whatever the keys.
-  for (size_t j0 = h.rule.Start(i0) / kKeyTile * kKeyTile; j0 < num_keys; j0 += kKeyTile) {
-    const size_t cols = UnpaddedCols(h, j0, HWY_MIN(kKeyTile, num_keys - j0));
-    // Causal: every query of the chunk is before this tile's first key (a
-    // later tile may still hold the never-masked extra keys).
-    if (cols == 0 || (j0 + cols <= h.masked_keys && j0 >= h.rule.Horizon(i0 + n - 1))) {
-      continue;
-    }
+  // Tiles no query of the chunk reads are skipped: a window of W costs O(W)
+  // per query, whatever the keys, and causal half the tiles.
+  const kernels::KeyRange keys = ChunkKeys(h, i0, n);
+  for (size_t j0 = keys.begin / kKeyTile * kKeyTile; j0 < num_keys; j0 += kKeyTile) {
+    size_t cols = HWY_MIN(kKeyTile, num_keys - j0);
+    if (!TileRead(h, keys, j0, cols)) continue;
+    if (j0 + cols <= h.masked_keys) cols = HWY_MIN(cols, keys.end - j0);
     ScoreTile(h, i0, n, n_pad, j0, cols, kLog2e, s);
     OnlineSoftmaxTile(cols, n_pad, s);
     AccumulateTile(h, i0, n, j0, cols, s);
@@ -361,10 +398,17 @@ inline void WeightsChunk(const AttentionHead& h, size_t i0, size_t n, const Chun
     SoftmaxRow(weights + q * h.weights_stride, num_keys, h.rule.sink);
   }
   std::fill(s.corr, s.corr + chunk, 1.0f);
-  std::fill(s.row_sum, s.row_sum + chunk, 1.0f);
+  // Normalised already; a row that reads no key (nor an extra one) attended
+  // nothing and is NaN, as in the flash path.
+  for (size_t q = 0; q < n; ++q) {
+    const kernels::KeyRange reads = h.rule.Keys(i0 + q, h.masked_keys);
+    s.row_sum[q] = reads.begin == reads.end && h.num_extra == 0 ? 0.0f : 1.0f;
+  }
   std::fill(s.acc, s.acc + n * PaddedVDim(h.v_dim), 0.0f);
+  const kernels::KeyRange keys = ChunkKeys(h, i0, n);
   for (size_t j0 = 0; j0 < num_keys; j0 += kKeyTile) {
     const size_t cols = HWY_MIN(kKeyTile, num_keys - j0);
+    if (!TileRead(h, keys, j0, cols)) continue;
     for (size_t c = 0; c < cols; ++c) {
       float* row = s.st + c * chunk;
       for (size_t q = 0; q < n; ++q) row[q] = weights[q * h.weights_stride + j0 + c];

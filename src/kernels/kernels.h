@@ -4,6 +4,7 @@
 #ifndef MHA_SRC_KERNELS_KERNELS_H_
 #define MHA_SRC_KERNELS_KERNELS_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -72,6 +73,23 @@ const char* GemmTileName(size_t tile_rows);
 // A side of a sliding window without bound.
 constexpr size_t kNoWindow = SIZE_MAX;
 
+// Keys [begin, end).
+struct KeyRange {
+  size_t begin = 0, end = 0;
+};
+
+// Key padding's ends, for ScoreRule::live_from and live_to (keys + 1 entries
+// each, x <= keys): from[x] is the first key j >= x that key_bias leaves
+// (key_bias[j] > -inf), else keys; to[x] is one past the last such key
+// j < x, else 0.
+inline void LiveKeys(const float* key_bias, size_t keys, size_t* from, size_t* to) {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  to[0] = 0;
+  for (size_t x = 0; x < keys; ++x) to[x + 1] = key_bias[x] == neg_inf ? to[x] : x + 1;
+  from[keys] = keys;
+  for (size_t x = keys; x-- > 0;) from[x] = key_bias[x] == neg_inf ? from[x + 1] : x;
+}
+
 // Which keys a query may see, and with what additive bias: the one rule the
 // flash kernel's score tiles, its weights path and the decode kernel all
 // apply (ApplyScoreRule, score_rule-inl.h). It covers the first masked_keys
@@ -102,6 +120,11 @@ struct ScoreRule {
   float alibi_slope = 0.0f;
   bool alibi_symmetric = false;
 
+  // With key_bias, its LiveKeys: a query never reads the padded keys at
+  // either end of the keys it may see; those between are masked as usual.
+  const size_t* live_from = nullptr;
+  const size_t* live_to = nullptr;
+
   size_t Position(size_t i) const { return i + causal_offset; }
   // Query i may see keys [Start(i), Horizon(i)) at most (Horizon SIZE_MAX:
   // every key from Start(i) on). Both grow by one from a query to the next.
@@ -113,6 +136,20 @@ struct ScoreRule {
     if (window_right == kNoWindow) return causal_end;
     const size_t window_end = Position(i) + window_right + 1;
     return window_end < causal_end ? window_end : causal_end;
+  }
+  // The keys of the first `keys` (the head's masked_keys) that query i
+  // reads: [Start(i), Horizon(i)) without the key padding at either end.
+  // The one answer every path (the flash kernel, its weights path, the
+  // decode kernel and its split) follows, so that a NaN outside it never
+  // reaches the row and one inside it does (docs/design.md, "Semantics (the
+  // contract)"). Empty: begin == end. Both ends grow with i.
+  KeyRange Keys(size_t i, size_t keys) const {
+    size_t begin = std::min(Start(i), keys), end = std::min(Horizon(i), keys);
+    if (live_from != nullptr) {
+      begin = live_from[begin];
+      end = live_to[end];
+    }
+    return {std::min(begin, end), end};
   }
   // The rule of query i alone, as query 0 (the decode kernel's rows).
   ScoreRule Row(size_t i) const {

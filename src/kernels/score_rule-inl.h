@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstdlib>
 #include <limits>
 
 #include "hwy/highway.h"
@@ -63,12 +65,12 @@ inline void SoftcapRun(float* HWY_RESTRICT x, size_t count, float cap) {
 
 // For queries i0 + q (q < n) and keys j0 + c (c < cols): soft-caps
 // scores[c * key_stride + q], then, for the keys below the head's
-// masked_keys (c < masked_cols), adds unit * (the masks' bias), or -inf
-// where the key is hidden from the query. `unit` is the factor the scores
+// masked_keys (`keys`; c < masked_cols), adds unit * (the masks' bias), or
+// -inf where the key is hidden from the query. `unit` is the factor the scores
 // already carry beyond the head's scale (1, or log2(e) in base 2). Keys
 // outer, queries contiguous: the flash tile's layout; a decode row is n = 1.
-inline void ApplyScoreRule(const kernels::ScoreRule& r, size_t i0, size_t n, size_t j0,
-                           size_t cols, size_t masked_cols, float unit,
+inline void ApplyScoreRule(const kernels::ScoreRule& r, size_t keys, size_t i0, size_t n,
+                           size_t j0, size_t cols, size_t masked_cols, float unit,
                            float* HWY_RESTRICT scores, size_t key_stride) {
   if (r.softcap != 0.0f) {
     const float cap = r.softcap * unit;
@@ -80,17 +82,18 @@ inline void ApplyScoreRule(const kernels::ScoreRule& r, size_t i0, size_t n, siz
   }
   cols = masked_cols;
   if (r.alibi_slope != 0.0f) {
-    // Per key, the bias of query q is base - step * q (j - p_i falls by one a
-    // query); symmetric, its magnitude turns where the query passes the key.
+    // The bias is the slope times j - p_i, the difference taken in integers
+    // and only then made a float: positions past 2^24 (a rolling cache's)
+    // would round apart as floats. Per key it falls by one a query;
+    // symmetric, its magnitude turns where the query passes the key.
     const float step = r.alibi_slope * unit;
-    const float p0 = static_cast<float>(r.Position(i0));
+    const int64_t p0 = static_cast<int64_t>(r.Position(i0));
     for (size_t c = 0; c < cols; ++c) {
-      const float base = static_cast<float>(j0 + c) - p0;
+      const int64_t base = static_cast<int64_t>(j0 + c) - p0;
       float* HWY_RESTRICT row = scores + c * key_stride;
-      if (r.alibi_symmetric) {
-        for (size_t q = 0; q < n; ++q) row[q] -= step * std::abs(base - static_cast<float>(q));
-      } else {
-        for (size_t q = 0; q < n; ++q) row[q] += step * (base - static_cast<float>(q));
+      for (size_t q = 0; q < n; ++q) {
+        const int64_t diff = base - static_cast<int64_t>(q);
+        row[q] += step * static_cast<float>(r.alibi_symmetric ? -std::abs(diff) : diff);
       }
     }
   }
@@ -114,6 +117,21 @@ inline void ApplyScoreRule(const kernels::ScoreRule& r, size_t i0, size_t n, siz
   for (size_t c = horizon > j0 ? horizon - j0 : 0; c < cols; ++c) {
     float* HWY_RESTRICT row = scores + c * key_stride;
     std::fill(row, row + HWY_MIN(n, j0 + c + 1 - horizon), -std::numeric_limits<float>::infinity());
+  }
+  // Key padding at either end of a query's keys (ScoreRule::Keys): set, not
+  // added, so that a NaN key there stays unread.
+  if (r.live_from != nullptr) {
+    for (size_t q = 0; q < n; ++q) {
+      const size_t i = i0 + q;
+      const kernels::KeyRange reads = r.Keys(i, keys);
+      const auto hide = [&](size_t from, size_t to) {
+        for (size_t j = HWY_MAX(from, j0); j < HWY_MIN(to, j0 + cols); ++j) {
+          scores[(j - j0) * key_stride + q] = -std::numeric_limits<float>::infinity();
+        }
+      };
+      hide(HWY_MIN(r.Start(i), keys), reads.begin);
+      hide(reads.end, HWY_MIN(r.Horizon(i), keys));
+    }
   }
   // A window's left side: key j is hidden from the queries whose window
   // starts after it, from query j + window_left + 1 - Position(i0) on: fewer

@@ -1,9 +1,12 @@
 // The forward fuzz case: MultiheadAttention::Forward or
 // ScaledDotProductAttention with fuzzed everything, checked against
 // tests/fuzz/reference_mha.h. Small dims keep each case fast and in range.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <memory>
+#include <string>
 
 #include "src/multihead_attention.h"
 #include "tests/fuzz/decode_case.h"
@@ -106,6 +109,24 @@ std::string CheckNanRows(const std::vector<float>& q, size_t q_len, const std::v
   return "";
 }
 
+// "" when `b` holds the very bits of `a` (NaN included): the same call at
+// another thread count (docs/design.md, "Semantics (the contract)").
+std::string SameBits(const mha::Tensor& a, const mha::Tensor& b, const std::string& what) {
+  const bool same = a.shape == b.shape && a.data.size() == b.data.size() &&
+                    std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)) == 0;
+  return same ? "" : what + ": other bits at another thread count";
+}
+
+// Weights that weights_dtype int8 quantizes: the projections'.
+bool Quantized(const std::string& name) {
+  return name == "out_proj.weight" ||
+         (name.size() >= 11 && name.compare(name.size() - 11, 11, "proj_weight") == 0);
+}
+
+bool AllFinite(const std::vector<float>& values) {
+  return std::all_of(values.begin(), values.end(), [](float x) { return std::isfinite(x); });
+}
+
 std::string Outcome(const mha::Status& status, bool valid, const std::string& shapes) {
   if (status.ok()) return valid ? "" : "accepted an invalid call: " + shapes;
   if (status.message().empty()) return "error without a message for " + shapes;
@@ -115,7 +136,8 @@ std::string Outcome(const mha::Status& status, bool valid, const std::string& sh
   return "";
 }
 
-std::string MhaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
+// pool, other: the thread counts the call runs at, and must give the same bits at.
+std::string MhaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool, mha::ThreadPool* other) {
   mha::MultiheadAttentionConfig config;
   config.num_heads = in.Int(1, 4);
   config.embed_dim = in.Bool() ? in.Int(1, 16) : config.num_heads * in.Int(1, 4);
@@ -131,6 +153,11 @@ std::string MhaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
   // has a position (Create refuses them with bias_k or zero attention).
   FuzzScoreOptions(in, !config.add_bias_kv && !config.add_zero_attn, &config);
   FuzzQkNorm(in, &config.qk_norm);
+  // int8 weights now and then: a non-finite projection weight is refused at
+  // load, naming the tensor; the reference's float weights do not bound the
+  // quantized results, so they are checked for NaN, finiteness and bits.
+  const bool int8 = in.Int(0, 3) == 0;
+  if (int8) config.weights_dtype = mha::WeightsDtype::kInt8;
   std::unique_ptr<mha::MultiheadAttention> module;
   const mha::Status created = mha::MultiheadAttention::Create(config, &module);
   const bool creatable = config.embed_dim % config.num_heads == 0 ||
@@ -145,7 +172,7 @@ std::string MhaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
   // Parameters; now and then one is left out, and Forward must then refuse.
   std::map<std::string, std::vector<float>> params;
   const std::vector<mha::ParameterSpec> specs = module->Parameters();
-  const int skipped = in.Int(0, 15) == 0 ? in.Int(0, 15) % static_cast<int>(specs.size()) : -1;
+  int skipped = in.Int(0, 15) == 0 ? in.Int(0, 15) % static_cast<int>(specs.size()) : -1;
   bool tame = true;
   for (size_t i = 0; i < specs.size(); ++i) {
     if (static_cast<int>(i) == skipped) continue;
@@ -154,6 +181,14 @@ std::string MhaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
     FuzzTensor(in, specs[i].shape, specials && specs[i].name != "sinks", &values);
     tame &= Tame(values);
     const mha::Status loaded = module->LoadParameter(specs[i].name, values.data(), specs[i].shape);
+    if (int8 && Quantized(specs[i].name) && !AllFinite(values)) {
+      if (loaded.ok() || loaded.message().find(specs[i].name) == std::string::npos) {
+        return "int8 LoadParameter(" + specs[i].name + ") of a non-finite weight: " +
+               (loaded.ok() ? "ok" : loaded.message());
+      }
+      skipped = static_cast<int>(i);  // not loaded: Forward must refuse
+      continue;
+    }
     if (!loaded.ok()) return "LoadParameter(" + specs[i].name + "): " + loaded.message();
   }
 
@@ -167,6 +202,10 @@ std::string MhaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
   std::vector<float> qd, kd, vd, kpm_f, am_f;
   std::vector<uint8_t> kpm_b, am_b;
   const mha::TensorView query = FuzzTensor(in, MaybeBreak(in, layout(L, c.embed_dim)), specials, &qd);
+  // Rows of tiny values now and then (int8 quantizes them by their max).
+  if (in.Int(0, 7) == 0) {
+    for (float& x : qd) x *= 1e-37f;
+  }
   mha::TensorView key = query, value = query;
   if (!self) {
     key = FuzzTensor(in, MaybeBreak(in, layout(S, c.kdim)), specials, &kd);
@@ -190,6 +229,11 @@ std::string MhaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
                              ", attn_mask " + mha::ShapeString(o.attn_mask.shape);
   const std::string outcome = Outcome(status, valid, shapes);
   if (!outcome.empty() || !status.ok()) return outcome;
+  mha::ForwardResult again;
+  if (!module->Forward(query, key, value, o, &again, other).ok()) return shapes + ": failed again";
+  std::string bits = SameBits(result.output, again.output, shapes + ": output");
+  if (bits.empty()) bits = SameBits(result.weights, again.weights, shapes + ": weights");
+  if (!bits.empty()) return bits;
 
   tame &= Tame(qd) && Tame(kd) && Tame(vd) && Tame(kpm_f, true) && Tame(am_f, true);
   if (!tame) {
@@ -204,6 +248,18 @@ std::string MhaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
     return CheckNanRows(qd, c.embed_dim, self ? qd : kd, c.kdim, self ? qd : vd, c.vdim, unmasked,
                         batch_of(Lq), batch_of(Sk), result.output, c.embed_dim);
   }
+  if (int8) {
+    // Finite in, finite out where a row has a key (the reference says which).
+    mha::ForwardResult expected;
+    ReferenceMha(c, params, query, key, value, o, &expected);
+    for (size_t i = 0; i < result.output.data.size(); ++i) {
+      if (std::isfinite(expected.output.data[i]) && !std::isfinite(result.output.data[i])) {
+        return shapes + ": int8 output [" + std::to_string(i) + "] is " +
+               std::to_string(result.output.data[i]);
+      }
+    }
+    return "";
+  }
   mha::ForwardResult expected;
   ReferenceMha(c, params, query, key, value, o, &expected);
   std::string diff = Compare(result.output, expected.output, shapes + ": output");
@@ -211,7 +267,7 @@ std::string MhaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
   return diff;
 }
 
-std::string SdpaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
+std::string SdpaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool, mha::ThreadPool* other) {
   const bool rank4 = in.Bool();
   const int64_t B = in.Int(0, 2), H = in.Int(0, 3), L = in.Int(0, 9), S = in.Int(0, 9);
   const int64_t E = in.Int(0, 8), Ev = in.Int(0, 8);
@@ -248,6 +304,12 @@ std::string SdpaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
                              (o.is_causal ? ", causal" : "");
   const std::string outcome = Outcome(status, valid, shapes);
   if (!outcome.empty() || !status.ok()) return outcome;
+  mha::Tensor again;
+  if (!mha::ScaledDotProductAttention(query, key, value, o, &again, other).ok()) {
+    return shapes + ": failed again";
+  }
+  const std::string bits = SameBits(output, again, shapes + ": output");
+  if (!bits.empty()) return bits;
 
   const size_t q_row = query.shape.back(), out_row = value.shape.back();
   if (!(Tame(qd) && Tame(kd) && Tame(vd) && Tame(mask_f, true) && Tame({o.scale}))) {
@@ -266,14 +328,17 @@ std::string SdpaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool) {
 }  // namespace
 
 std::string RunForwardCase(const uint8_t* data, size_t size) {
-  static mha::ThreadPool shared_pool(2);
+  static mha::ThreadPool two(2), eight(8);
   FuzzInput in(data, size);
   const bool specials = in.Int(0, 3) == 0;
-  mha::ThreadPool* pool = in.Bool() ? &shared_pool : nullptr;
+  // 1, 2 or 8 threads; the forward cases run again on 2 (1 when on a pool).
+  mha::ThreadPool* const pools[] = {nullptr, &two, &eight};
+  mha::ThreadPool* pool = pools[in.Int(0, 2)];
+  mha::ThreadPool* other = pool != nullptr ? nullptr : &two;
   switch (in.Int(0, 3)) {
-    case 1: return SdpaCase(in, specials, pool);
+    case 1: return SdpaCase(in, specials, pool, other);
     case 3: return DecodeCase(in, pool);
-    default: return MhaCase(in, specials, pool);
+    default: return MhaCase(in, specials, pool, other);
   }
 }
 

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { MHAError, loadMHA } from '../../web/src/index.js';
+import { wasmOf } from '../../web/src/library.js';
 import { BUILDS } from './helpers/builds.js';
 import { assertClose } from './helpers/fixtures.js';
 import { randomModule, randomTensor, sameBits } from './helpers/random.js';
@@ -118,7 +119,7 @@ for (const build of BUILDS) {
       const indices = Int32Array.of(1, 1, 3, 0);
       await cache.reorder(indices);
       const warm = await lib.heapInfo();
-      const { wasm } = lib;
+      const wasm = wasmOf(lib);
       const allocate = wasm.allocate;
       let allocations = 0;
       wasm.allocate = (bytes) => { allocations++; return allocate(bytes); };

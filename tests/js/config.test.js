@@ -9,7 +9,7 @@ import { loadMHA } from '../../web/src/index.js';
 import {
   checkConfigRules, checkModuleCacheOptions, coreConfig, parametersOf, resolvedDims,
 } from '../../web/src/config.js';
-import { checkSdpaCache } from '../../web/src/library.js';
+import { checkSdpaCache, wasmOf } from '../../web/src/library.js';
 
 const CONFIGS = 3000;
 const HUGE = 2 ** 24 + 2;   // refused by a rule before anything is allocated
@@ -117,7 +117,7 @@ let wasm;
 let result;
 before(async () => {
   lib = await loadMHA({ build: 'simd', threads: 1 });
-  ({ wasm } = lib);
+  wasm = wasmOf(lib);
   result = new wasm.CallResult();
 });
 after(() => result.delete());
@@ -133,6 +133,9 @@ test(`${CONFIGS} configs: JS refuses what the core refuses and knows its paramet
   for (let i = 0; i < CONFIGS; i++) {
     const config = randomConfig();
     const what = JSON.stringify(config);
+    // A scale or softcap that is 0 as a float32 (1e-50) is JS's refusal alone:
+    // the core would take it for the default.
+    if (jsError(() => coreConfig(config)).includes('is 0 as a float32')) continue;
     const c = coreConfig(config);
     const binding = new wasm.MultiheadAttention();
     try {

@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { loadMHA } from '../../web/src/index.js';
+import { wasmOf } from '../../web/src/library.js';
 import { BUILDS } from './helpers/builds.js';
 
 const TILES = ['4x2v', '6x2v', '8x2v'];
@@ -36,7 +37,7 @@ describe('GEMM tiles', () => {
   for (const build of BUILDS) {
     test(`${build}: no test hook to force a tile ships`, async () => {
       const lib = await loadMHA({ build });
-      assert.equal(lib.wasm.setGemmTileRows, undefined);
+      assert.equal(wasmOf(lib).setGemmTileRows, undefined);
     });
   }
 });

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { MHAError, loadMHA } from '../../web/src/index.js';
+import { wasmOf } from '../../web/src/library.js';
 import { BUILDS } from './helpers/builds.js';
 import { assertClose } from './helpers/fixtures.js';
 import { writeSafetensors } from './helpers/safetensors.js';
@@ -147,12 +148,13 @@ for (const build of BUILDS) {
       const fixture = layoutFixture('llama_no_bias');
       const mha = lib.createMultiheadAttention(layoutModuleConfig(fixture.config));
       const copied = [];
-      const { allocate } = lib.wasm;
-      lib.wasm.allocate = (bytes) => { copied.push(bytes); return allocate(bytes); };
+      const wasm = wasmOf(lib);
+      const { allocate } = wasm;
+      wasm.allocate = (bytes) => { copied.push(bytes); return allocate(bytes); };
       try {
         await mha.loadSafetensors(fixture.shards[0], weightOptions(fixture));
       } finally {
-        lib.wasm.allocate = allocate;
+        wasm.allocate = allocate;
       }
       // The header, then layer 1's q, k, v and o weights (16 x 16 floats each).
       const shard = fixture.shards[0];

@@ -29,6 +29,8 @@ namespace {
 
 // Allocations left before the one that fails; negative: none fails.
 std::atomic<long> g_allocations_left{-1};
+// Every allocation, counted.
+std::atomic<long> g_allocations{0};
 
 bool ShouldFail() {
   long left = g_allocations_left.load();
@@ -38,6 +40,7 @@ bool ShouldFail() {
 }
 
 void* Allocate(size_t size, size_t alignment) {
+  g_allocations.fetch_add(1);
   if (ShouldFail()) throw std::bad_alloc();
   void* p = nullptr;
   if (posix_memalign(&p, alignment < sizeof(void*) ? sizeof(void*) : alignment,
@@ -264,6 +267,32 @@ TEST_P(AllocFailureTest, ScaledDotProductAttentionLeavesTheCacheAsItWas) {
       EXPECT_EQ(actual.shape, expected.shape);
       EXPECT_EQ(actual.data, expected.data);
     }
+  }
+}
+
+// On a full rolling ring a step saves the keys it overwrites in a buffer
+// the cache keeps (KVCacheAccess::SaveOverwritten), not one of its own per
+// call: it allocates no more than a step before the ring was full.
+TEST(AllocCountTest, AStepOnAFullRingAllocatesNoMoreThanOneBefore) {
+  mha::KVCacheConfig config{1, 2, 8, 8, 27, KVCacheDtype::kFloat32, true};
+  std::unique_ptr<mha::KVCache> cache;
+  ASSERT_TRUE(mha::KVCache::Create(config, &cache).ok());
+  const std::vector<float> q = RandomVector(4 * 8, 60), kv = RandomVector(2 * 8, 61);
+  const TensorView qv{q.data(), {1, 4, 1, 8}}, kvv{kv.data(), {1, 2, 1, 8}};
+  mha::SdpaOptions o;
+  o.enable_gqa = true;
+  o.is_causal = true;
+  o.window.left = 7;
+  o.cache = cache.get();
+  mha::Tensor out;
+  std::vector<long> allocations;
+  for (int step = 0; step < 40; ++step) {  // the ring is full from step 27 on
+    const long before = g_allocations.load();
+    ASSERT_TRUE(mha::ScaledDotProductAttention(qv, kvv, kvv, o, &out).ok());
+    allocations.push_back(g_allocations.load() - before);
+  }
+  for (int step = 30; step < 40; ++step) {
+    EXPECT_LE(allocations[step], allocations[20]) << "step " << step << " on the full ring";
   }
 }
 

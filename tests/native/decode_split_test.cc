@@ -1,7 +1,9 @@
 // A decoding step large enough to share (src/attention/decode_attention.cc splits the
 // cached keys across the pool and merges the partial softmax states) gives
 // what the materialised weights path gives on one thread, for float32 and
-// float16 caches, grouped-query heads and rotary positions, on every target.
+// float16 caches, grouped-query heads and rotary positions, on every target,
+// with the same bits at every thread count.
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -34,7 +36,7 @@ TEST_P(DecodeSplitTest, SplitKeysMatchTheWeightsPath) {
   }
   const std::vector<float> source = RandomVector(kKeys * kE, 50), token = RandomVector(kE, 51);
   const mha::TensorView keys{source.data(), {kKeys, 1, kE}}, step{token.data(), {1, 1, kE}};
-  mha::ThreadPool pool(2);
+  mha::ThreadPool pool(2), eight(8);
   for (mha::KVCacheDtype dtype : {mha::KVCacheDtype::kFloat32, mha::KVCacheDtype::kFloat16}) {
     SCOPED_TRACE(mha::KVCacheDtypeName(dtype));
     std::unique_ptr<mha::KVCache> cache;
@@ -47,6 +49,16 @@ TEST_P(DecodeSplitTest, SplitKeysMatchTheWeightsPath) {
     ASSERT_TRUE(module->Forward(step, keys, keys, o, &filled, &pool).ok());
     o.is_causal = true;
     ASSERT_TRUE(module->Forward(step, step, step, o, &split, &pool).ok());
+    // The ranges do not depend on the threads (docs/design.md, "Semantics
+    // (the contract)"): the same bits on 1, 2 and 8.
+    for (mha::ThreadPool* other : {static_cast<mha::ThreadPool*>(nullptr), &eight}) {
+      mha::ForwardResult again;
+      ASSERT_TRUE(cache->Truncate(kKeys).ok());
+      ASSERT_TRUE(module->Forward(step, step, step, o, &again, other).ok());
+      EXPECT_EQ(std::memcmp(again.output.data.data(), split.output.data.data(),
+                            split.output.data.size() * sizeof(float)), 0)
+          << (other == nullptr ? 1 : 8) << " threads vs 2";
+    }
     ASSERT_TRUE(cache->Truncate(kKeys).ok());
     o.need_weights = true;
     ASSERT_TRUE(module->Forward(step, step, step, o, &weights, nullptr).ok());

@@ -51,6 +51,42 @@ TEST_P(KernelTest, ChosenGemmTileIsOneOfTheTiles) {
   EXPECT_TRUE(listed) << chosen;
 }
 
+// ALiBi's bias is the slope times the integer j - p_i: a query at position P
+// past 2^24 (a rolling cache's) with a window of 8 keys in a ring of 8 gives
+// the bits it gives at P = 7 (same ring rows, same key tile), up to 2^31.
+TEST_P(KernelTest, AlibiBiasIsExactAtLargePositions) {
+  constexpr size_t kRing = 8, kDim = 16;
+  const std::vector<float> q = RandomVector(kDim, 70), k = RandomVector(kRing * kDim, 71),
+                           v = RandomVector(kRing * kDim, 72);
+  auto run = [&](size_t position) {
+    AttentionHead h;
+    h.q = q.data();
+    h.k = k.data();
+    h.v = v.data();
+    h.q_stride = h.k_stride = h.v_stride = h.qk_dim = h.v_dim = kDim;
+    h.ring = kRing;
+    h.num_queries = 1;
+    h.masked_keys = position + 1;
+    h.rule.causal = true;
+    h.rule.causal_offset = position;
+    h.rule.window_left = kRing - 1;
+    h.rule.alibi_slope = 0.375f;
+    std::vector<float> out(kDim);
+    h.out = out.data();
+    h.out_stride = kDim;
+    auto scratch = hwy::AllocateAligned<float>(mha::kernels::AttentionScratchSize(h));
+    mha::kernels::Attention(h, 0, 1, scratch.get());
+    return out;
+  };
+  const std::vector<float> small = run(7);
+  for (size_t position : {(size_t{1} << 25) + 7, (size_t{1} << 31) - 57}) {
+    const std::vector<float> large = run(position);
+    for (size_t e = 0; e < kDim; ++e) {
+      ASSERT_EQ(large[e], small[e]) << "P " << position << " [" << e << "]";
+    }
+  }
+}
+
 // Random keys and values (rows `k_stride` / `v_stride` floats apart) and,
 // when stored in 16 bits, those bits, the floats then rounded to them (what
 // the reference must see).

@@ -267,8 +267,8 @@ TEST(ModelOptionErrors, SoftcapOnTheFunctionalForm) {
   ASSERT_TRUE(Sdpa(q, k, o, &out).ok());
 }
 
-// The functional form takes any scale, as PyTorch does (the module's must be
-// positive); and a call without heads (H = 0, Hkv = 0) returns an empty
+// The functional form takes any finite scale, as PyTorch does (the module's
+// must be positive); and a call without heads (H = 0, Hkv = 0) returns an empty
 // output, with no group of heads to divide by (the fuzzer found FillHeads
 // dividing by Hkv = 0).
 TEST(ModelOptionErrors, FunctionalFormScaleAndNoHeads) {
@@ -277,6 +277,9 @@ TEST(ModelOptionErrors, FunctionalFormScaleAndNoHeads) {
   mha::SdpaOptions o;
   o.scale = -0.5f;
   EXPECT_TRUE(Sdpa(q, k, o, &out).ok());
+  // Not an infinite one (1e39 as a float32): every score would be NaN.
+  o.scale = kInf;
+  ExpectError(Sdpa(q, k, o, &out), {"scale: expected a finite number", "inf"});
   o.scale = 0.0f;
   o.softcap = 1.0f;
   ASSERT_TRUE(mha::ScaledDotProductAttention({q.data(), {2, 0, 3, 4}}, {k.data(), {2, 0, 5, 4}},

@@ -5,13 +5,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "hwy/tests/hwy_gtest.h"
+#include "src/attention/decode_attention.h"
 #include "src/multihead_attention.h"
+#include "src/thread_pool.h"
 #include "tests/native/reference.h"
 
 namespace mha_test {
@@ -205,6 +210,171 @@ TEST_P(NanTest, WindowNeverReadsTheTilesOutsideIt) {
     const mha::TensorView step{x.data() + i * kE, {1, 1, kE}};
     ASSERT_TRUE(module->Forward(step, step, step, options, &r).ok());
     for (float value : r.output.data) EXPECT_TRUE(std::isfinite(value)) << "decode step " << i;
+  }
+}
+
+// docs/design.md, "Semantics (the contract)": row i reads the keys of its
+// window and causal bounds without the key padding at either end of them; a
+// NaN in its query or in a key or value it reads reaches it, and no other.
+// Key padding at the start, in the middle and at the end of 150 keys (three
+// key tiles), NaN in a query row, a key or a value (separate key and value
+// inputs) at keys before, between and after the padding and at tile edges.
+struct RuleCase {
+  int left, right;  // window, -1: no bound
+  bool causal;
+  char kind;        // 'q', 'k' or 'v'
+  int64_t at;       // its row
+};
+constexpr int64_t kRuleRows = 150;
+
+bool Padded(int64_t j) { return j < 20 || (j >= 100 && j < 105) || j >= 140; }
+
+// Whether row i reads key j (j < keys: the keys there are when it runs).
+bool Reads(const RuleCase& c, int64_t i, int64_t j, int64_t keys) {
+  const int64_t start = c.left < 0 ? 0 : std::max<int64_t>(0, i - c.left);
+  int64_t end = c.causal ? std::min(i + 1, keys) : keys;
+  if (c.right >= 0) end = std::min(end, i + c.right + 1);
+  int64_t first = start, last = end - 1;
+  while (first < end && Padded(first)) ++first;
+  while (last >= first && Padded(last)) --last;
+  return j >= first && j <= last;
+}
+
+bool RowNaN(const RuleCase& c, int64_t i, int64_t keys) {
+  bool any = false;
+  for (int64_t j = 0; j < keys; ++j) any = any || (Reads(c, i, j, keys) && !Padded(j));
+  return !any || (c.kind == 'q' ? i == c.at : Reads(c, i, c.at, keys));
+}
+
+std::vector<RuleCase> RuleCases(bool causal_only) {
+  std::vector<RuleCase> cases;
+  const int windows[3][2] = {{-1, -1}, {5, -1}, {5, 3}};
+  for (const auto& w : windows) {
+    for (bool causal : {false, true}) {
+      if (causal_only && !causal) continue;
+      for (char kind : {'q', 'k', 'v'}) {
+        for (int64_t at : {10, 30, 63, 64, 102, 120, 145}) {
+          cases.push_back({w[0], w[1], causal, kind, at});
+        }
+      }
+    }
+  }
+  return cases;
+}
+
+std::string Describe(const RuleCase& c) {
+  return "window [" + std::to_string(c.left) + ", " + std::to_string(c.right) + "]" +
+         (c.causal ? " causal" : "") + " NaN " + c.kind + " at " + std::to_string(c.at);
+}
+
+struct RuleInputs {
+  std::vector<float> q = RandomVector(kRuleRows * kE, 41), k = RandomVector(kRuleRows * kE, 42),
+                     v = RandomVector(kRuleRows * kE, 43);
+  std::vector<uint8_t> padding = std::vector<uint8_t>(kRuleRows);
+  explicit RuleInputs(const RuleCase& c) {
+    std::vector<float>& x = c.kind == 'q' ? q : c.kind == 'k' ? k : v;
+    x[c.at * kE + 3] = kNaN;
+    for (int64_t j = 0; j < kRuleRows; ++j) padding[j] = Padded(j) ? 1 : 0;
+  }
+};
+
+std::unique_ptr<mha::MultiheadAttention> RuleModule(const RuleCase& c) {
+  mha::MultiheadAttentionConfig config;
+  config.window.left = c.left;
+  config.window.right = c.right;
+  return RandomModule(config, 60);
+}
+
+void ExpectRows(const RuleCase& c, const std::vector<float>& out, int64_t first, int64_t rows,
+                int64_t keys, const std::string& what) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const bool nan = RowNaN(c, first + i, keys);
+    for (int64_t e = 0; e < kE; ++e) {
+      const float x = out[i * kE + e];
+      ASSERT_TRUE(nan ? std::isnan(x) : std::isfinite(x))
+          << Describe(c) << ", " << what << ": row " << first + i << " = " << x;
+    }
+  }
+}
+
+void ExpectSameBits(const std::vector<float>& a, const std::vector<float>& b,
+                    const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << what;
+}
+
+// The flash kernel and the weights path in one call over every row.
+TEST_P(NanTest, NanReachesTheRowsThatReadItInOneCall) {
+  mha::ThreadPool two(2), eight(8);
+  for (const RuleCase& c : RuleCases(false)) {
+    std::unique_ptr<mha::MultiheadAttention> module = RuleModule(c);
+    RuleInputs in(c);
+    for (bool need_weights : {false, true}) {
+      mha::ForwardOptions options;
+      options.is_causal = c.causal;
+      options.need_weights = need_weights;
+      options.key_padding_mask = mha::MaskView::Bool(in.padding.data(), {1, kRuleRows});
+      const std::string what = need_weights ? "weights path" : "flash";
+      std::vector<float> first;
+      for (mha::ThreadPool* pool : {static_cast<mha::ThreadPool*>(nullptr), &two, &eight}) {
+        mha::ForwardResult r;
+        ASSERT_TRUE(module->Forward({in.q.data(), {kRuleRows, 1, kE}},
+                                    {in.k.data(), {kRuleRows, 1, kE}},
+                                    {in.v.data(), {kRuleRows, 1, kE}}, options, &r, pool).ok());
+        if (pool == nullptr) {
+          ExpectRows(c, r.output.data, 0, kRuleRows, kRuleRows, what);
+          first = r.output.data;
+        } else {
+          ExpectSameBits(first, r.output.data, Describe(c) + ", " + what + " threads " +
+                                                   std::to_string(pool->num_threads()));
+        }
+      }
+    }
+  }
+}
+
+// The same rows through a cache, in steps of 1 and of 3 rows (the decode
+// kernel) and a prefill of 70 then steps of 1: the NaN sits in the cache or
+// in a new row. Bits do not depend on the thread count; the pattern of NaN
+// rows does not depend on how the keys are split into ranges either.
+TEST_P(NanTest, NanReachesTheRowsThatReadItThroughACache) {
+  mha::ThreadPool two(2), eight(8);
+  for (const RuleCase& c : RuleCases(true)) {
+    std::unique_ptr<mha::MultiheadAttention> module = RuleModule(c);
+    RuleInputs in(c);
+    for (int64_t prefill : {1, 3, 70}) {
+      const int64_t step = prefill == 70 ? 1 : prefill;
+      std::vector<float> first;
+      const std::pair<mha::ThreadPool*, size_t> runs[] = {{nullptr, 0}, {&two, 0}, {&eight, 0},
+                                                          {&two, 1}};
+      for (const auto& [pool, split] : runs) {
+        mha::SetDecodeSplitForTesting(split);
+        std::unique_ptr<mha::KVCache> cache;
+        ASSERT_TRUE(module->CreateKVCache(1, kRuleRows, mha::KVCacheDtype::kFloat32, &cache).ok());
+        std::vector<float> out;
+        for (int64_t t = 0; t < kRuleRows;) {
+          const int64_t rows = std::min(t == 0 ? prefill : step, kRuleRows - t);
+          mha::ForwardOptions options;
+          options.is_causal = true;
+          options.need_weights = false;
+          options.cache = cache.get();
+          options.key_padding_mask = mha::MaskView::Bool(in.padding.data(), {1, t + rows});
+          mha::ForwardResult r;
+          ASSERT_TRUE(module->Forward({in.q.data() + t * kE, {rows, 1, kE}},
+                                      {in.k.data() + t * kE, {rows, 1, kE}},
+                                      {in.v.data() + t * kE, {rows, 1, kE}}, options, &r, pool)
+                          .ok());
+          out.insert(out.end(), r.output.data.begin(), r.output.data.end());
+          t += rows;
+        }
+        mha::SetDecodeSplitForTesting(0);
+        const std::string what = "steps of " + std::to_string(step) + " after " +
+                                 std::to_string(prefill) + (split != 0 ? ", split" : "");
+        ExpectRows(c, out, 0, kRuleRows, kRuleRows, what);
+        if (split == 0 && !first.empty()) ExpectSameBits(first, out, Describe(c) + ", " + what);
+        if (first.empty()) first = out;
+      }
+    }
   }
 }
 

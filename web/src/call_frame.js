@@ -47,20 +47,25 @@ function layOut(layout, tensors) {
     words += t.shape.length;
   }
   let bytes = alignUp(4 * words);
-  const copies = new Map();   // data -> { offset, byteLength, source }
+  // Every copy is written; a data array seen before shares its largest copy
+  // so far, and one that needs more bytes gets its own (the earlier tensors
+  // keep theirs).
+  const copies = [];   // { offset, byteLength, source }
+  const largest = new Map();   // data -> its largest copy
   for (const t of read) {
     if (t === undefined) continue;
     t.bool = t.data instanceof Uint8Array;
     const byteLength = numElements(t.shape) * (t.bool ? 1 : 4);
-    let copy = copies.get(t.data);
+    let copy = largest.get(t.data);
     if (copy === undefined || copy.byteLength < byteLength) {
       copy = { offset: bytes, byteLength, source: sourceBytes(t.data, byteLength) };
-      copies.set(t.data, copy);
+      largest.set(t.data, copy);
+      copies.push(copy);
       bytes += alignUp(byteLength);
     }
     t.offset = copy.offset;
   }
-  return { read, copies: [...copies.values()], bytes };
+  return { read, copies, bytes };
 }
 
 // A heap block of at least `bytes`: the scratch block, or one of its own for

@@ -85,8 +85,8 @@ export function coreConfig(config) {
     dropout: checkNumber(config.dropout ?? 0, 'dropout'),
     num_kv_heads: checkOptionalDim(config.numKVHeads, 'numKVHeads'),
     rotary: rotaryOptions(config.rotary),
-    scale: checkNumber(config.scale ?? 0, 'scale'),
-    softcap: checkNumber(config.softcap ?? 0, 'softcap'),
+    scale: checkFloat32Option(checkNumber(config.scale ?? 0, 'scale'), 'scale', 'the default', '0'),
+    softcap: checkFloat32Option(checkNumber(config.softcap ?? 0, 'softcap'), 'softcap', 'none', '0'),
     window: windowOption(config.window),
     sinks: checkBoolean(config.sinks, 'sinks', false),
     alibi: alibiOptions(config.alibi),
@@ -105,6 +105,17 @@ export function resolvedDims(c) {
     vHeadDim: c.v_head_dim || headDim,
     numKVHeads: c.num_kv_heads || c.num_heads,
   };
+}
+
+// A scale or softcap as the float32 the core receives, where 0 means the
+// default or none: a nonzero value that rounds to 0 there would silently
+// become that, and is refused. `unset`: how the caller asks for 0.
+export function checkFloat32Option(value, name, zero, unset) {
+  if (typeof value === 'number' && value !== 0 && Math.fround(value) === 0) {
+    throw new MHAError(`${name}: ${value} is 0 as a float32 (what the core computes in), which ` +
+                       `would mean ${zero}: give a larger value, or ${unset} for ${zero}`);
+  }
+  return value;
 }
 
 // CheckScoreOptions' rules (src/core/attention_call.cc) on the core's

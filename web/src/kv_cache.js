@@ -127,6 +127,18 @@ export class KVCache {
   /** Bytes its keys and values take (all allocated at creation). */
   get bytes() { return this.checkAlive('cache.bytes').bytes(); }
 
+  // What JSON.stringify and console.log show: a small summary, at once.
+  toJSON() {
+    if (this.life.held === null) return { disposed: true };
+    const { batchSize, maxLength, dtype, rolling } = this.options;
+    return { batchSize, maxLength, dtype, rolling, length: this.length, held: this.held,
+      bytes: this.bytes };
+  }
+
+  [Symbol.for('nodejs.util.inspect.custom')]() {
+    return `KVCache ${JSON.stringify(this)}`;
+  }
+
   option(key) {
     this.checkAlive(`cache.${key}`);
     return this.options[key];

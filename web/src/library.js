@@ -1,6 +1,6 @@
 // What loadMHA() resolves to: one instantiated WASM build and its thread pool.
 import { callFrame } from './call_frame.js';
-import { windowOption } from './config.js';
+import { checkFloat32Option, windowOption } from './config.js';
 import { callCore } from './core_call.js';
 import { memoryBuffer } from './heap.js';
 import { livesOf } from './lifetime.js';
@@ -31,8 +31,10 @@ export function checkSdpa(query, key, value, options, ours) {
   checkTensor(query, 'query');
   checkKeyValue(key, value, cache);
   const attnMask = checkMask(o.attnMask, 'attnMask');
-  if (o.scale !== undefined && !(typeof o.scale === 'number' && o.scale > 0 && o.scale < Infinity)) {
-    throw new MHAError(`scale: expected a positive number (or undefined for ` +
+  // Both as the float32 the core receives (config.js's checkFloat32Option).
+  if (o.scale !== undefined && !(typeof o.scale === 'number' && o.scale > 0 &&
+                                 Number.isFinite(Math.fround(o.scale)))) {
+    throw new MHAError(`scale: expected a positive finite number (or undefined for ` +
                        `1/sqrt(E)), received ${describe(o.scale)}`);
   }
   if (o.softcap !== undefined && !(typeof o.softcap === 'number' && o.softcap > 0 &&
@@ -40,6 +42,8 @@ export function checkSdpa(query, key, value, options, ours) {
     throw new MHAError(`softcap: expected a positive finite number (or undefined for none), ` +
                        `received ${describe(o.softcap)}`);
   }
+  checkFloat32Option(o.scale, 'scale', '1/sqrt(E)', 'undefined');
+  checkFloat32Option(o.softcap, 'softcap', 'none', 'undefined');
   const flags = {
     isCausal: checkBoolean(o.isCausal, 'isCausal', false),
     enableGqa: checkBoolean(o.enableGqa, 'enableGqa', false),
@@ -75,10 +79,21 @@ export function checkSdpaCache(options) {
   return checked;
 }
 
+// The instance under a library, for the package's tests (not exported by
+// the package's entry points).
+export let wasmOf;
+
 export class MHALibrary {
+  // Private: the engine's instance is not the caller's to reach or change.
+  #wasm;
+
+  static {
+    wasmOf = (lib) => lib.#wasm;
+  }
+
   // threadsOffReason: null, or why the single-thread build runs; relaxedSimd: the engine's probe.
   constructor(wasm, { build, threadsOffReason, relaxedSimd }) {
-    this.wasm = wasm;
+    this.#wasm = wasm;
     const core = wasm.info();
     // proxy: false here; a proxied library (proxy_client.js) says true.
     this.info = Object.freeze({
@@ -96,10 +111,10 @@ export class MHALibrary {
 
   // Its instantiated build; throws once disposed.
   live(what) {
-    if (this.wasm === null) {
+    if (this.#wasm === null) {
       throw new MHAError(`${what}: expected a live library, received one that was disposed`);
     }
-    return this.wasm;
+    return this.#wasm;
   }
 
   createMultiheadAttention(config) {
@@ -162,14 +177,14 @@ export class MHALibrary {
   // thread pool's Workers (ended) and its memory (left to the collector).
   // A second call does nothing; loadMHA() then loads afresh.
   dispose() {
-    if (this.wasm === null) return;
+    if (this.#wasm === null) return;
     forget(this);
-    for (const life of [...livesOf(this.wasm)]) life.end();
+    for (const life of [...livesOf(this.#wasm)]) life.end();
     // The Workers themselves, not Emscripten's terminateAllThreads(), which first frees each
     // running thread's stack in the heap while that thread may still be starting on it.
-    const pool = this.wasm.PThread;
+    const pool = this.#wasm.PThread;
     if (pool) for (const worker of [...pool.unusedWorkers, ...pool.runningWorkers]) worker.terminate();
-    this.wasm = null;
+    this.#wasm = null;
   }
 }
 

@@ -2,7 +2,7 @@
 import { callFrame } from './call_frame.js';
 import { STATUS_OK, callCore, newBinding } from './core_call.js';
 import { MHAError } from './errors.js';
-import { checkConfig, checkModuleCacheOptions, parametersOf } from './config.js';
+import { checkConfig, checkModuleCacheOptions, parametersOf, resolvedDims } from './config.js';
 import { KVCache, cachesOf, checkCache, checkSavedBytes, loadedFrom } from './kv_cache.js';
 import { Lifetime, livesOf } from './lifetime.js';
 import { returnPromises } from './promise_methods.js';
@@ -70,22 +70,32 @@ export function checkForward(query, key, value, options, ours) {
   };
 }
 
+// Frozen all the way down: callers read it, nothing changes it.
+const frozenSpecs = (specs) => Object.freeze(specs.map(({ name, shape }) =>
+  Object.freeze({ name, shape: Object.freeze([...shape]) })));
+
 export class MultiheadAttention {
+  // Private: what the engine runs on is not the caller's to reach or change.
+  #wasm;
+  #config;
+  #life;
+  #parameters;
+
   // Use lib.createMultiheadAttention(config).
   constructor(wasm, config) {
-    this.wasm = wasm;
+    this.#wasm = wasm;
     // The core's config, checked as the core checks it.
-    this.config = checkConfig(config);
-    this.life = new Lifetime(this, 'module', newBinding(wasm, wasm.MultiheadAttention,
-      'createMultiheadAttention', (binding, result) => binding.create(this.config, result)),
+    this.#config = checkConfig(config);
+    this.#life = new Lifetime(this, 'module', newBinding(wasm, wasm.MultiheadAttention,
+      'createMultiheadAttention', (binding, result) => binding.create(this.#config, result)),
       undefined, livesOf(wasm));
-    this.parameterSpecs = parametersOf(this.config);
+    this.#parameters = frozenSpecs(parametersOf(this.#config));
   }
 
-  // [{name, shape}]: the state_dict entries this configuration has.
+  // [{name, shape}], frozen: the state_dict entries this configuration has.
   get parameters() {
     this.checkAlive('mha.parameters');
-    return this.parameterSpecs;
+    return this.#parameters;
   }
 
   // Bytes the weights take in their dtype (0 before a load).
@@ -95,7 +105,19 @@ export class MultiheadAttention {
 
   // Its binding; throws once disposed.
   checkAlive(what) {
-    return this.life.check(what);
+    return this.#life.check(what);
+  }
+
+  // What JSON.stringify and console.log show: a small summary, at once.
+  toJSON() {
+    if (this.#life.held === null) return { disposed: true };
+    const c = this.#config;
+    return { embedDim: c.embed_dim, numHeads: c.num_heads, numKVHeads: resolvedDims(c).numKVHeads,
+      weightsDtype: c.weights_dtype, memory: this.memory };
+  }
+
+  [Symbol.for('nodejs.util.inspect.custom')]() {
+    return `MultiheadAttention ${JSON.stringify(this)}`;
   }
 
   // state_dict: {name: Float32Array | {data, shape}}; the module under
@@ -109,8 +131,8 @@ export class MultiheadAttention {
     const name = 'loadStateDict';
     const binding = this.checkAlive(name);
     const { options: o, inside, outside } =
-      checkLoadStateDict(stateDict, options, this.parameterSpecs);
-    callCore(this.wasm, name, (heap, result) => binding.loadStateDict([
+      checkLoadStateDict(stateDict, options, this.#parameters);
+    callCore(this.#wasm, name, (heap, result) => binding.loadStateDict([
       ...inside.map(([key, tensor]) => ({ name: key, ...heap.copyTensor(tensor) })),
       ...outside.map(([key, { shape }]) => ({ name: key, ptr: 0, shape })),
     ], o, result));
@@ -123,7 +145,7 @@ export class MultiheadAttention {
     const name = 'loadSafetensors';
     const binding = this.checkAlive(name);
     const { options: o, shards } = checkLoadSafetensors(bytes, options);
-    callCore(this.wasm, name, (heap, result) => {
+    callCore(this.#wasm, name, (heap, result) => {
       const headers = shards.map((shard) => copyHeader(heap, shard));
       const code = binding.weightSources(headers, o, result);
       if (code !== STATUS_OK) return code;
@@ -136,9 +158,9 @@ export class MultiheadAttention {
   // 'float16' | 'bfloat16', rolling} (rolling: a module with a finite left window).
   createKVCache(options) {
     const binding = this.checkAlive('createKVCache');
-    const checked = checkModuleCacheOptions(this.config, options);
+    const checked = checkModuleCacheOptions(this.#config, options);
     const { batchSize, maxLength, dtype, rolling } = checked;
-    return new KVCache(this.wasm, checked, (cache, result) =>
+    return new KVCache(this.#wasm, checked, (cache, result) =>
       binding.createKVCache(cache, batchSize, maxLength, dtype, rolling, result));
   }
 
@@ -147,17 +169,17 @@ export class MultiheadAttention {
   loadKVCache(bytes) {
     const binding = this.checkAlive('loadKVCache');
     const saved = checkSavedBytes(bytes);
-    return new KVCache(this.wasm, null, loadedFrom(saved, (cache, result, ptr, size) =>
+    return new KVCache(this.#wasm, null, loadedFrom(saved, (cache, result, ptr, size) =>
       binding.loadKVCache(cache, ptr, size, result)), 'loadKVCache');
   }
 
   forward(query, key, value, options) {
     this.checkAlive('forward');
     const { keyPaddingMask, attnMask, positions, flags, cache } = checkForward(query, key, value,
-      options, cachesOf(this.wasm));
+      options, cachesOf(this.#wasm));
     // Again: a getter of an option or a tensor may have disposed the module.
     this.checkAlive('forward');
-    return callFrame(this.wasm, 'forward',
+    return callFrame(this.#wasm, 'forward',
       { query, key, value, keyPaddingMask, attnMask, positions }, flags, {},
       // And again: the copy reads each tensor's getters once more.
       (frame, result) => this.checkAlive('forward').forward(frame,
@@ -165,7 +187,7 @@ export class MultiheadAttention {
   }
 
   dispose() {
-    this.life.end();
+    this.#life.end();
   }
 }
 

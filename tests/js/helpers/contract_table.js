@@ -416,7 +416,7 @@ export function contractTable(fixture) {
       REJECTS(/^key, value: both null attends the keys of a cache only, and there is no cache/)],
     ['sdpa: window null', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { window: null }), RESOLVES],
     ['sdpa: scale -1', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { scale: -1 }),
-      REJECTS(/^scale: expected a positive number .*received number -1$/)],
+      REJECTS(/^scale: expected a positive finite number .*received number -1$/)],
     ['sdpa: cache not a KVCache', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { cache: {} }),
       REJECTS(/^cache: expected a KVCache from createKVCache of this library/)],
     ['sdpa: a disposed cache', (ctx) => ctx.lib.scaledDotProductAttention(q4, k4, k4,

@@ -10,6 +10,7 @@ export async function usage(): Promise<number> {
   const build: 'relaxed-simd-threaded' | 'simd-threaded' | 'simd' = lib.info.build;
   const reason: string | null = lib.info.threadsOffReason;
   const proxied: boolean = lib.info.proxy;
+  const simd: true = lib.info.simd;
   const mha = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, batchFirst: true });
   await mha.loadStateDict({ 'out_proj.bias': new Float32Array(8) }, { prefix: '' });
   await mha.loadSafetensors(new Uint8Array(0));
@@ -26,7 +27,8 @@ export async function usage(): Promise<number> {
   const x: Tensor = { data: new Float32Array(16), shape: [1, 2, 8] };
   const mask: Mask = { data: new Uint8Array(2), shape: [1, 2] };
   const result: ForwardResult = await mha.forward(x, x, x, { keyPaddingMask: mask, isCausal: true });
-  const sdpa: Tensor = await lib.scaledDotProductAttention(x, x, x, { scale: 0.5 });
+  const sdpa: Tensor = await lib.scaledDotProductAttention(x, x, x, { scale: 0.5, cache: null });
+  await mha.forward(x, x, x, { cache: null });
   // onnxruntime-web's and transformers.js's tensors: {data, dims}.
   const d: DimsTensor = { data: x.data, dims: [1, 2, 8] };
   await mha.forward(d, d, d, { attnMask: { data: new Float32Array(4), dims: [2, 2] } });
@@ -100,6 +102,7 @@ export async function usage(): Promise<number> {
   }
   lib.dispose();
   return result.output.data.length + (result.weights?.shape.length ?? 0) + sdpa.shape[0] +
-    build.length + (reason ?? '').length + Number(proxied) + inUseBytes + found.qSize + held +
+    build.length + (reason ?? '').length + Number(proxied) + Number(simd) + inUseBytes +
+    found.qSize + held +
     (normOver ?? '').length + bytes + Number(rolling);
 }
