@@ -289,6 +289,7 @@ TEST_P(KernelTest, DecodeMatchesReference) {
     for (const DecodeCase& c : std::vector<DecodeCase>{
              {1, 1, 1, 4, 4, false, false, false, s, 1},
              {1, 1, 200, 64, 64, true, false, false, s, 3},
+             {2, 1, 90, 64, 64, true, false, true, s, 2},
              {4, 1, 130, 64, 64, true, false, true, s, 2},
              {2, 3, 70, 17, 9, true, true, true, s, 4},
              {8, 2, 65, 128, 80, false, true, false, s, 1},
