@@ -1,14 +1,17 @@
 // Decode attention: a few query rows (the new tokens, times the query heads
 // that share one key/value head) against a long run of cached keys.
 //
-// Keys go through in sub-blocks that every row of the group reads while
-// they are in L1 (grouped-query heads share every load from memory); float16
-// sub-blocks are converted once. Per row, a sub-block's scores come from
-// dot products reduced four keys at a time, its softmax is vectorised along
-// the keys and its values accumulate in registers. A call covers one range
-// of keys and leaves a partial softmax state per row (unnormalised output,
-// max, sum of exponentials); ranges run on different threads and
-// DecodeMerge combines their states (flash-decoding).
+// Keys go through in sub-blocks; the rows of the group go through them in
+// register tiles of 1, 2, 4 or 8 rows, so that each key and value vector
+// loaded feeds every row of the tile (grouped-query heads share every load).
+// Scores come out with the rows in vector lanes, as in the flash kernel's
+// transposed tiles, and take its online softmax (online_softmax-inl.h): base
+// 2, lane-wise max and sum, no horizontal reductions, accumulators rescaled
+// only when a row's max grows; values accumulate through the register tile
+// the flash kernel uses. Float16 and bfloat16 sub-blocks are converted once.
+// A call covers one range of keys and leaves a partial softmax state per row
+// (unnormalised output, max, sum of exponentials); ranges run on different
+// threads and DecodeMerge combines their states (flash-decoding).
 
 // Toggling include guard: compiled once per target (foreach_target.h).
 #if defined(MHA_SRC_KERNELS_DECODE_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -21,6 +24,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -28,8 +32,9 @@
 #include "src/kernels/float16-inl.h"
 #include "src/kernels/kernels.h"
 #include "src/kernels/mul_add-inl.h"
+#include "src/kernels/online_softmax-inl.h"
+#include "src/kernels/register_tile-inl.h"
 #include "src/kernels/score_rule-inl.h"
-#include "src/kernels/softmax-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mha {
@@ -38,31 +43,47 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using kernels::DecodeGroup;
 
-// Keys per sub-block: their scores per row, and their keys and values when
-// converted, stay in L1 while every row of the group reads them.
+// Keys per sub-block: their scores, and their keys and values when
+// converted, stay in L1 while every tile of rows reads them.
 constexpr size_t kDecodeSubBlock = 32;
-// Vectors of value features per step of the value loop: two sets of 4
-// accumulators (even and odd keys) and the loaded vectors fit the 16
-// registers of AVX2, SSE4, NEON and WASM. Value rows are padded to whole
-// steps (64 floats on AVX-512: a head dim of 64 needs none).
-constexpr size_t kDecodeValueVectors = 4;
 
 inline size_t DecodeKeyPad(size_t dim) {
   const hn::ScalableTag<float> d;
   return (dim + hn::Lanes(d) - 1) / hn::Lanes(d) * hn::Lanes(d);
 }
 
+// Value rows come in vector pairs: the register tile's columns.
 inline size_t DecodeValuePad(size_t dim) {
   const hn::ScalableTag<float> d;
-  const size_t step = kDecodeValueVectors * hn::Lanes(d);
-  return (dim + step - 1) / step * step;
+  return (dim + 2 * hn::Lanes(d) - 1) / (2 * hn::Lanes(d)) * (2 * hn::Lanes(d));
 }
 
-// Scratch: scaled queries (rows x key pad), scores (rows x kDecodeSubBlock),
-// a sub-block of keys and one of values converted to padded floats.
+// Rows per register tile: the flash kernel's (4, 8 with 32 registers), fewer
+// for a smaller group (1, 2 or 4).
+inline size_t DecodeTileRows(size_t num_rows) {
+  size_t rows = 1;
+  while (rows < num_rows && rows < kTileRows) rows *= 2;
+  return rows;
+}
+
+// Rows padded to whole tiles and to whole vectors (the softmax's lanes), and
+// to 4: scores are written four rows at a time. Padding rows score -inf.
+inline size_t DecodeChunk(size_t num_rows) {
+  const hn::ScalableTag<float> d;
+  const size_t tile = DecodeTileRows(num_rows);
+  const size_t rows = (num_rows + tile - 1) / tile * tile;
+  const size_t multiple = HWY_MAX(hn::Lanes(d), size_t{4});
+  return (rows + multiple - 1) / multiple * multiple;
+}
+
+// Scratch: scaled queries (chunk x key pad, padding rows zero), scores
+// (sub-block + 1 keys x chunk: a tile computes keys in pairs), max, sum and
+// correction (chunk each), a sub-block of keys and one of values converted to
+// padded floats.
 inline size_t DecodeScratchSize(const DecodeGroup& g) {
   const size_t qk_pad = DecodeKeyPad(g.qk_dim), v_pad = DecodeValuePad(g.v_dim);
-  return g.num_rows * (qk_pad + kDecodeSubBlock) + kDecodeSubBlock * (qk_pad + v_pad);
+  const size_t chunk = DecodeChunk(g.num_rows);
+  return chunk * (qk_pad + kDecodeSubBlock + 1 + 3) + kDecodeSubBlock * (qk_pad + v_pad);
 }
 
 // Per row: the unnormalised output (value pad floats), then max and sum.
@@ -119,153 +140,192 @@ HWY_INLINE void SumOfLanes4(D d, V a, V b, V c, V e, float* HWY_RESTRICT out) {
 #endif
 }
 
-// scores[c] = q . k_c for c < cols (k rows `step` floats apart, qk_pad
-// floats each, q pre-scaled), four keys at a time, with two accumulator
-// chains per key (even and odd vectors) to hide the FMA latency.
-inline void DecodeDots(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k, size_t step,
-                       size_t qk_pad, size_t cols, float* HWY_RESTRICT scores) {
+// Row kRow of a score tile takes one step: a vector of its query against
+// two keys' vectors. Rows past the tile's compile away.
+template <size_t kRow, size_t kRows, class D, class V>
+HWY_INLINE void DotStep(D d, const float* HWY_RESTRICT q, V k0, V k1, V& a0, V& a1) {
+  if constexpr (kRow < kRows) {
+    const V qv = hn::Load(d, q);
+    a0 = FusedMulAdd(qv, k0, a0);
+    a1 = FusedMulAdd(qv, k1, a1);
+  }
+}
+
+// st[c * chunk + r] = q_r . k_c for the kRows rows of q (pre-scaled, qk_pad
+// floats apart) and keys c < cols (`k_step` floats apart), two keys at a
+// time: each key vector is loaded once for every row, and each (row, key)
+// dot product stays in one accumulator until four rows' are reduced together
+// into one vector of rows. Writes rows up to 4 (zeros past kRows, padding)
+// and, for odd cols, key `cols` too (scratch). kDim: qk_pad known at compile
+// time (0: not), so that the feature loop's offsets are constants.
+template <size_t kRows, size_t kDim>
+HWY_NOINLINE void DecodeScores(const float* HWY_RESTRICT q, size_t qk_pad,
+                               const float* HWY_RESTRICT k, size_t k_step, size_t cols,
+                               float* HWY_RESTRICT st, size_t chunk) {
   const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
   const size_t lanes = hn::Lanes(d);
-  size_t c = 0;
-  for (; c + 4 <= cols; c += 4) {
-    const float* k0 = k + c * step;
-    const float* k1 = k0 + step;
-    const float* k2 = k1 + step;
-    const float* k3 = k2 + step;
-    auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
-    auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
-    size_t e = 0;
-    for (; e + 2 * lanes <= qk_pad; e += 2 * lanes) {
-      const auto qa = hn::Load(d, q + e), qb = hn::Load(d, q + e + lanes);
-      a0 = FusedMulAdd(qa, hn::LoadU(d, k0 + e), a0);
-      a1 = FusedMulAdd(qa, hn::LoadU(d, k1 + e), a1);
-      a2 = FusedMulAdd(qa, hn::LoadU(d, k2 + e), a2);
-      a3 = FusedMulAdd(qa, hn::LoadU(d, k3 + e), a3);
-      b0 = FusedMulAdd(qb, hn::LoadU(d, k0 + e + lanes), b0);
-      b1 = FusedMulAdd(qb, hn::LoadU(d, k1 + e + lanes), b1);
-      b2 = FusedMulAdd(qb, hn::LoadU(d, k2 + e + lanes), b2);
-      b3 = FusedMulAdd(qb, hn::LoadU(d, k3 + e + lanes), b3);
+  const size_t dim = kDim != 0 ? kDim : qk_pad;
+  for (size_t c = 0; c < cols; c += 2, k += 2 * k_step, st += 2 * chunk) {
+    const float* HWY_RESTRICT k0 = k;
+    const float* HWY_RESTRICT k1 = c + 1 < cols ? k + k_step : k;
+    V a00 = hn::Zero(d), a01 = hn::Zero(d), a10 = hn::Zero(d), a11 = hn::Zero(d);
+    V a20 = hn::Zero(d), a21 = hn::Zero(d), a30 = hn::Zero(d), a31 = hn::Zero(d);
+    V a40 = hn::Zero(d), a41 = hn::Zero(d), a50 = hn::Zero(d), a51 = hn::Zero(d);
+    V a60 = hn::Zero(d), a61 = hn::Zero(d), a70 = hn::Zero(d), a71 = hn::Zero(d);
+    for (size_t e = 0; e < dim; e += lanes) {
+      const V kv0 = hn::LoadU(d, k0 + e), kv1 = hn::LoadU(d, k1 + e);
+      DotStep<0, kRows>(d, q + e, kv0, kv1, a00, a01);
+      DotStep<1, kRows>(d, q + dim + e, kv0, kv1, a10, a11);
+      DotStep<2, kRows>(d, q + 2 * dim + e, kv0, kv1, a20, a21);
+      DotStep<3, kRows>(d, q + 3 * dim + e, kv0, kv1, a30, a31);
+      DotStep<4, kRows>(d, q + 4 * dim + e, kv0, kv1, a40, a41);
+      DotStep<5, kRows>(d, q + 5 * dim + e, kv0, kv1, a50, a51);
+      DotStep<6, kRows>(d, q + 6 * dim + e, kv0, kv1, a60, a61);
+      DotStep<7, kRows>(d, q + 7 * dim + e, kv0, kv1, a70, a71);
     }
-    if (e < qk_pad) {
-      const auto qa = hn::Load(d, q + e);
-      a0 = FusedMulAdd(qa, hn::LoadU(d, k0 + e), a0);
-      a1 = FusedMulAdd(qa, hn::LoadU(d, k1 + e), a1);
-      a2 = FusedMulAdd(qa, hn::LoadU(d, k2 + e), a2);
-      a3 = FusedMulAdd(qa, hn::LoadU(d, k3 + e), a3);
+    SumOfLanes4(d, a00, a10, a20, a30, st);
+    SumOfLanes4(d, a01, a11, a21, a31, st + chunk);
+    if constexpr (kRows > 4) {
+      SumOfLanes4(d, a40, a50, a60, a70, st + 4);
+      SumOfLanes4(d, a41, a51, a61, a71, st + chunk + 4);
     }
-    SumOfLanes4(d, hn::Add(a0, b0), hn::Add(a1, b1), hn::Add(a2, b2), hn::Add(a3, b3),
-                scores + c);
-  }
-  for (; c < cols; ++c) {
-    auto a0 = hn::Zero(d);
-    for (size_t e = 0; e < qk_pad; e += lanes) {
-      a0 = FusedMulAdd(hn::Load(d, q + e), hn::LoadU(d, k + c * step + e), a0);
-    }
-    scores[c] = hn::GetLane(hn::SumOfLanes(d, a0));
   }
 }
 
-// Online softmax of one sub-block for one row: updates max and sum in `ms`,
-// turns the row's scores into exp(score - max) and returns the factor that
-// rescales what was accumulated before.
-inline float DecodeSoftmax(size_t cols, float* HWY_RESTRICT row, float* HWY_RESTRICT ms) {
-  const hn::CappedTag<float, 1> d1;
-  const float row_max = RowMax(row, cols);
-  const float max = row_max > ms[0] ? row_max : ms[0];
-  // Nothing attendable yet: shift by 0 so that exp(-inf) stays 0, not NaN.
-  const float shift = max == -std::numeric_limits<float>::infinity() ? 0.0f : max;
-  const float corr = hn::GetLane(ExpNonPositive(d1, hn::Set(d1, ms[0] - shift)));
-  ms[0] = max;
-  ms[1] = ms[1] * corr + ExpShiftSum(row, cols, shift);
-  return corr;
+using DecodeScoresFn = void (*)(const float*, size_t, const float*, size_t, size_t, float*,
+                                size_t);
+
+template <size_t kDim>
+DecodeScoresFn DecodeScoresFor(size_t rows) {
+  if (rows == 1) return &DecodeScores<1, kDim>;
+  if (rows == 2) return &DecodeScores<2, kDim>;
+  if (rows == 4) return &DecodeScores<4, kDim>;
+  return &DecodeScores<kTileRows, kDim>;
 }
 
-// acc = acc * corr + sum_c p[c] * v_c over v_pad features (v rows `step`
-// floats apart), kDecodeValueVectors vectors of accumulators at a time held
-// in registers across the keys: two sets (even and odd keys) to hide the FMA
-// latency.
-inline void DecodeValues(const float* HWY_RESTRICT p, const float* HWY_RESTRICT v, size_t step,
-                         size_t v_pad, size_t cols, float corr, float* HWY_RESTRICT acc) {
+// For the `rows` (<= kRows) rows of one tile: acc_r = acc_r * corr[r] (when
+// `rescale`) + sum_c p[c * chunk + r] * v_c over v_pad features (v rows
+// `v_step` floats apart, acc rows `row_size`), through the flash kernel's
+// register tile: each loaded value vector feeds every row. No skipping
+// p == 0: a NaN value must spread as PyTorch's 0 * NaN does.
+template <size_t kRows>
+HWY_NOINLINE void DecodeValues(const float* HWY_RESTRICT p, size_t chunk,
+                               const float* HWY_RESTRICT v, size_t v_step, size_t v_pad,
+                               size_t cols, size_t rows, const float* HWY_RESTRICT corr,
+                               bool rescale, float* HWY_RESTRICT acc, size_t row_size) {
   const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
   const size_t lanes = hn::Lanes(d);
-  const auto vcorr = hn::Set(d, corr);
-  for (size_t e = 0; e < v_pad; e += kDecodeValueVectors * lanes) {
-    auto a0 = hn::Mul(hn::LoadU(d, acc + e), vcorr);
-    auto a1 = hn::Mul(hn::LoadU(d, acc + e + lanes), vcorr);
-    auto a2 = hn::Mul(hn::LoadU(d, acc + e + 2 * lanes), vcorr);
-    auto a3 = hn::Mul(hn::LoadU(d, acc + e + 3 * lanes), vcorr);
-    auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
-    // No skipping p == 0: a NaN value must spread as PyTorch's 0 * NaN does.
-    size_t c = 0;
-    for (; c + 2 <= cols; c += 2) {
-      const float* row = v + c * step + e;
-      const auto pa = hn::Set(d, p[c]), pb = hn::Set(d, p[c + 1]);
-      a0 = FusedMulAdd(pa, hn::LoadU(d, row), a0);
-      a1 = FusedMulAdd(pa, hn::LoadU(d, row + lanes), a1);
-      a2 = FusedMulAdd(pa, hn::LoadU(d, row + 2 * lanes), a2);
-      a3 = FusedMulAdd(pa, hn::LoadU(d, row + 3 * lanes), a3);
-      b0 = FusedMulAdd(pb, hn::LoadU(d, row + step), b0);
-      b1 = FusedMulAdd(pb, hn::LoadU(d, row + step + lanes), b1);
-      b2 = FusedMulAdd(pb, hn::LoadU(d, row + step + 2 * lanes), b2);
-      b3 = FusedMulAdd(pb, hn::LoadU(d, row + step + 3 * lanes), b3);
-    }
-    if (c < cols) {
-      const float* row = v + c * step + e;
-      const auto pa = hn::Set(d, p[c]);
-      a0 = FusedMulAdd(pa, hn::LoadU(d, row), a0);
-      a1 = FusedMulAdd(pa, hn::LoadU(d, row + lanes), a1);
-      a2 = FusedMulAdd(pa, hn::LoadU(d, row + 2 * lanes), a2);
-      a3 = FusedMulAdd(pa, hn::LoadU(d, row + 3 * lanes), a3);
-    }
-    hn::StoreU(hn::Add(a0, b0), d, acc + e);
-    hn::StoreU(hn::Add(a1, b1), d, acc + e + lanes);
-    hn::StoreU(hn::Add(a2, b2), d, acc + e + 2 * lanes);
-    hn::StoreU(hn::Add(a3, b3), d, acc + e + 3 * lanes);
+  const float* p_rows[kRows];
+  TileRowPointers<kRows>(p, 1, kRows, p_rows);
+  for (size_t e = 0; e < v_pad; e += 2 * lanes) {
+    RegisterTile<kRows>(
+        d, p_rows, chunk, v + e, v_step, cols,
+        [&](size_t r, size_t half) {
+          if (r >= rows) return hn::Zero(d);
+          const V a = hn::LoadU(d, acc + r * row_size + e + half * lanes);
+          return rescale ? hn::Mul(a, hn::Set(d, corr[r])) : a;
+        },
+        [&](size_t r, V a0, V a1) {
+          if (r < rows) StoreRow(d, a0, a1, 2 * lanes, acc + r * row_size + e);
+        });
   }
 }
 
-inline void DecodePartial(const DecodeGroup& g, size_t j0, size_t j1, float* state,
-                          float* scratch) {
+using DecodeValuesFn = void (*)(const float*, size_t, const float*, size_t, size_t, size_t,
+                                size_t, const float*, bool, float*, size_t);
+
+inline DecodeValuesFn DecodeValuesFor(size_t rows) {
+  if (rows == 1) return &DecodeValues<1>;
+  if (rows == 2) return &DecodeValues<2>;
+  if (rows == 4) return &DecodeValues<4>;
+  return &DecodeValues<kTileRows>;
+}
+
+template <size_t kDim>
+void DecodeRange(const DecodeGroup& g, size_t j0, size_t j1, float* state, float* scratch) {
   const size_t qk_pad = DecodeKeyPad(g.qk_dim), v_pad = DecodeValuePad(g.v_dim);
   const size_t row_size = DecodeStateRow(g);
+  const size_t rows = g.num_rows, chunk = DecodeChunk(rows), tile = DecodeTileRows(rows);
   float* qs = scratch;
-  float* scores = qs + g.num_rows * qk_pad;
-  float* key_buf = scores + g.num_rows * kDecodeSubBlock;
+  float* st = qs + chunk * qk_pad;
+  float* row_max = st + (kDecodeSubBlock + 1) * chunk;
+  float* row_sum = row_max + chunk;
+  float* corr = row_sum + chunk;
+  float* key_buf = corr + chunk;
   float* value_buf = key_buf + kDecodeSubBlock * qk_pad;
-  for (size_t r = 0; r < g.num_rows; ++r) {
+  // Base 2, as the flash kernel: the scale carries log2(e).
+  const float scale = g.scale * kLog2e;
+  for (size_t r = 0; r < chunk; ++r) {
     float* q = qs + r * qk_pad;
-    for (size_t e = 0; e < g.qk_dim; ++e) q[e] = g.q[r][e] * g.scale;
-    for (size_t e = g.qk_dim; e < qk_pad; ++e) q[e] = 0.0f;
-    float* s = state + r * row_size;
-    for (size_t e = 0; e < v_pad; ++e) s[e] = 0.0f;
-    s[v_pad] = -std::numeric_limits<float>::infinity();
-    s[v_pad + 1] = 0.0f;
+    const size_t dim = r < rows ? g.qk_dim : 0;
+    for (size_t e = 0; e < dim; ++e) q[e] = g.q[r][e] * scale;
+    for (size_t e = dim; e < qk_pad; ++e) q[e] = 0.0f;
+    row_max[r] = kNegInf;
+    row_sum[r] = 0.0f;
   }
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t e = 0; e < v_pad; ++e) state[r * row_size + e] = 0.0f;
+  }
+  const DecodeScoresFn scores = DecodeScoresFor<kDim>(tile);
+  const DecodeValuesFn values = DecodeValuesFor(tile);
   for (size_t c0 = j0; c0 < j1; c0 += kDecodeSubBlock) {
     const size_t cols = HWY_MIN(kDecodeSubBlock, j1 - c0);
     size_t k_step, v_step;
     const float* k = DecodeBlock(g, g.k, g.k_stride, g.qk_dim, qk_pad, c0, cols, key_buf, &k_step);
     const float* v =
         DecodeBlock(g, g.v, g.v_stride, g.v_dim, v_pad, c0, cols, value_buf, &v_step);
-    for (size_t r = 0; r < g.num_rows; ++r) {
-      // Only the keys this row reads (ScoreRule::Keys), whatever the others hold.
-      const kernels::KeyRange keys = g.rule[r].Keys(0, g.num_keys);
-      const size_t b = HWY_MAX(keys.begin, c0), e = HWY_MIN(keys.end, c0 + cols);
-      if (b >= e) continue;
-      float* row = scores + r * kDecodeSubBlock;
-      float* s = state + r * row_size;
-      DecodeDots(qs + r * qk_pad, k + (b - c0) * k_step, k_step, qk_pad, e - b, row);
-      ApplyScoreRule(g.rule[r], g.num_keys, 0, 1, b, e - b, e - b, 1.0f, row, 1);
-      const float corr = DecodeSoftmax(e - b, row, s + v_pad);
-      DecodeValues(row, v + (b - c0) * v_step, v_step, v_pad, e - b, corr, s);
+    for (size_t r0 = 0; r0 < rows; r0 += tile) {
+      scores(qs + r0 * qk_pad, qk_pad, k, k_step, cols, st + r0, chunk);
     }
+    for (size_t r = 0; r < rows; ++r) {
+      ApplyScoreRule(g.rule[r], g.num_keys, 0, 1, c0, cols, cols, kLog2e, st + r, chunk);
+    }
+    for (size_t c = 0; c < cols; ++c) std::fill(st + c * chunk + rows, st + (c + 1) * chunk, kNegInf);
+    const bool grew = OnlineSoftmaxTile(cols, chunk, st, chunk, row_max, row_sum, corr);
+    for (size_t r0 = 0; r0 < rows; r0 += tile) {
+      const size_t n = HWY_MIN(tile, rows - r0);
+      // The keys of the block that every row of the tile reads (ScoreRule::Keys)
+      // go through the register tile, a row's other ones through AddKeys, and
+      // none it may not read, even at weight 0: a NaN value there never
+      // reaches it.
+      kernels::KeyRange common{c0, c0 + cols};
+      for (size_t r = r0; r < r0 + n; ++r) {
+        common = Clip(g.rule[r].Keys(0, g.num_keys), common.begin, common.end);
+      }
+      const size_t skip = common.begin - c0;
+      values(st + skip * chunk + r0, chunk, v + skip * v_step, v_step, v_pad,
+             common.end - common.begin, n, corr + r0, grew, state + r0 * row_size, row_size);
+      for (size_t r = r0; r < r0 + n; ++r) {
+        const kernels::KeyRange mine = Clip(g.rule[r].Keys(0, g.num_keys), c0, c0 + cols);
+        float* acc = state + r * row_size;
+        AddKeys(st + r, chunk, v, v_step, v_pad, c0, mine.begin, HWY_MIN(mine.end, common.begin), acc);
+        AddKeys(st + r, chunk, v, v_step, v_pad, c0, HWY_MAX(mine.begin, common.end), mine.end, acc);
+      }
+    }
+  }
+  for (size_t r = 0; r < rows; ++r) {
+    state[r * row_size + v_pad] = row_max[r];
+    state[r * row_size + v_pad + 1] = row_sum[r];
   }
 }
 
+inline void DecodePartial(const DecodeGroup& g, size_t j0, size_t j1, float* state,
+                          float* scratch) {
+  switch (DecodeKeyPad(g.qk_dim)) {
+    case 64: return DecodeRange<64>(g, j0, j1, state, scratch);
+    case 128: return DecodeRange<128>(g, j0, j1, state, scratch);
+    default: return DecodeRange<0>(g, j0, j1, state, scratch);
+  }
+}
+
+// Each range's state is in base 2 (its max carries log2(e)), as the sink is
+// made to be.
 inline void DecodeMerge(const DecodeGroup& g, const float* states, size_t count, size_t stride) {
   const size_t dv = g.v_dim, v_pad = DecodeValuePad(dv), row_size = DecodeStateRow(g);
   for (size_t r = 0; r < g.num_rows; ++r) {
-    float max = -std::numeric_limits<float>::infinity();
+    float max = kNegInf;
     for (size_t b = 0; b < count; ++b) {
       const float m = states[b * stride + r * row_size + v_pad];
       max = m > max ? m : max;
@@ -277,14 +337,11 @@ inline void DecodeMerge(const DecodeGroup& g, const float* states, size_t count,
       const float* s = states + b * stride + r * row_size;
       // A range with no attendable key weighs 0; its 0 * NaN (a NaN value
       // of a masked key the row reads) spreads as in one range.
-      const float w = s[v_pad] == -std::numeric_limits<float>::infinity()
-                          ? 0.0f
-                          : std::exp(s[v_pad] - max);
+      const float w = s[v_pad] == kNegInf ? 0.0f : std::exp2(s[v_pad] - max);
       sum += s[v_pad + 1] * w;
       for (size_t e = 0; e < dv; ++e) out[e] += s[e] * w;
     }
-    if (sum > 0.0f) sum += std::exp(g.rule[r].sink - max);
-    const float inv = sum > 0.0f ? 1.0f / sum : std::numeric_limits<float>::quiet_NaN();
+    const float inv = InverseDenominator(sum, max, g.rule[r].sink * kLog2e);
     for (size_t e = 0; e < dv; ++e) out[e] *= inv;
   }
 }

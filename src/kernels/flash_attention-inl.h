@@ -28,6 +28,7 @@
 #include "hwy/highway.h"
 #include "src/kernels/float16-inl.h"
 #include "src/kernels/kernels.h"
+#include "src/kernels/online_softmax-inl.h"
 #include "src/kernels/register_tile-inl.h"
 #include "src/kernels/score_rule-inl.h"
 #include "src/kernels/softmax-inl.h"
@@ -43,8 +44,6 @@ using kernels::RingRun;
 
 // Keys per tile: their transposed scores (kKeyTile x chunk) stay in L1.
 constexpr size_t kKeyTile = 64;
-
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 inline size_t RoundUp(size_t n, size_t multiple) {
   return (n + multiple - 1) / multiple * multiple;
@@ -130,9 +129,6 @@ inline size_t MaskedCols(const AttentionHead& h, size_t j0, size_t cols) {
   return h.masked_keys > j0 ? HWY_MIN(cols, h.masked_keys - j0) : 0;
 }
 
-// log2(e): the flash path's scores are in base 2 (see Exp2NonPositive).
-constexpr float kLog2e = 1.44269504f;
-
 // qt[d * chunk + q] = scale * Q[i0 + q][d] for q < n; zero up to n_pad.
 // Four query rows at a time: StoreInterleaved4 turns a vector of each row's
 // dims into groups of four queries per dim, and each group is one 16-byte
@@ -212,58 +208,6 @@ inline void ScoreTile(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
   ApplyScoreRule(h.rule, h.masked_keys, i0, n, j0, cols, masked_cols, unit, st, chunk);
 }
 
-// The online softmax over one tile of base-2 scores, lane-wise per query:
-// updates the running max and sum, turns st into 2^(score - max) and leaves in
-// corr the factor that rescales what was accumulated before this tile.
-inline void OnlineSoftmaxTile(size_t cols, size_t n_pad, const ChunkScratch& s) {
-  const hn::ScalableTag<float> d;
-  const size_t lanes = hn::Lanes(d);
-  const size_t chunk = QueryChunk();
-  const auto neg_inf = hn::Set(d, kNegInf);
-  for (size_t q = 0; q < n_pad; q += lanes) {
-    const auto old_max = hn::Load(d, s.row_max + q);
-    // The loops advance pointers: WebAssembly engines do not strength-reduce
-    // c * chunk (nor does Emscripten's LLVM, which runs without LSR).
-    float* const begin = s.st + q;
-    float* const end = begin + cols * chunk;
-    auto max = old_max;
-    for (const float* p = begin; p != end; p += chunk) max = SoftmaxMax(max, hn::Load(d, p));
-    // Nothing attendable yet: shift by 0 so that exp(-inf) stays 0, not NaN.
-    const auto shift = hn::IfThenZeroElse(hn::Eq(max, neg_inf), max);
-    const auto corr = Exp2NonPositive(d, hn::Sub(old_max, shift));
-    auto sum = hn::Mul(hn::Load(d, s.row_sum + q), corr);
-    for (float* p = begin; p != end; p += chunk) {
-      const auto e = Exp2NonPositive(d, hn::Sub(hn::Load(d, p), shift));
-      hn::Store(e, d, p);
-      sum = hn::Add(sum, e);
-    }
-    hn::Store(max, d, s.row_max + q);
-    hn::Store(sum, d, s.row_sum + q);
-    hn::Store(corr, d, s.corr + q);
-  }
-}
-
-// Range r within [lo, hi).
-inline kernels::KeyRange Clip(kernels::KeyRange r, size_t lo, size_t hi) {
-  const size_t begin = HWY_MIN(HWY_MAX(r.begin, lo), hi);
-  return {begin, HWY_MAX(begin, HWY_MIN(r.end, hi))};
-}
-
-// acc += sum_j p[(j - j0) * chunk] * V[j] over keys [begin, end) of the tile
-// (value rows `v_stride` floats apart, v_pad floats each).
-inline void AddKeys(const float* HWY_RESTRICT p, const float* HWY_RESTRICT v, size_t v_stride,
-                    size_t v_pad, size_t j0, size_t begin, size_t end, float* HWY_RESTRICT acc) {
-  const hn::ScalableTag<float> d;
-  const size_t chunk = QueryChunk();
-  for (size_t j = begin; j < end; ++j) {
-    const auto pj = hn::Set(d, p[(j - j0) * chunk]);
-    const float* HWY_RESTRICT row = v + (j - j0) * v_stride;
-    for (size_t e = 0; e < v_pad; e += hn::Lanes(d)) {
-      hn::StoreU(FusedMulAdd(pj, hn::LoadU(d, row + e), hn::LoadU(d, acc + e)), d, acc + e);
-    }
-  }
-}
-
 // For queries q < n: acc_q = acc_q * corr[q] + sum_c st[c][q] * V[j0 + c]
 // over the keys of the tile that query reads (ScoreRule::Keys, and the
 // extra keys): none other, even at weight 0, so that a NaN value it may not
@@ -322,9 +266,9 @@ inline void AccumulateTile(const AttentionHead& h, size_t i0, size_t n, size_t j
       const kernels::KeyRange mine = reads(q0 + r);
       const float* p = s.st + q0 + r;
       float* row_acc = acc + r * v_pad;
-      AddKeys(p, v, v_stride, v_pad, j0, mine.begin, HWY_MIN(mine.end, common.begin), row_acc);
-      AddKeys(p, v, v_stride, v_pad, j0, HWY_MAX(mine.begin, common.end), mine.end, row_acc);
-      if (common.end < tile_end) AddKeys(p, v, v_stride, v_pad, j0, masked_end, tile_end, row_acc);
+      AddKeys(p, QueryChunk(), v, v_stride, v_pad, j0, mine.begin, HWY_MIN(mine.end, common.begin), row_acc);
+      AddKeys(p, QueryChunk(), v, v_stride, v_pad, j0, HWY_MAX(mine.begin, common.end), mine.end, row_acc);
+      if (common.end < tile_end) AddKeys(p, QueryChunk(), v, v_stride, v_pad, j0, masked_end, tile_end, row_acc);
     }
   }
 }
@@ -347,9 +291,7 @@ inline void WriteOutputRows(const AttentionHead& h, size_t i0, size_t n, const C
                             float sink) {
   const size_t v_pad = PaddedVDim(h.v_dim);
   for (size_t q = 0; q < n; ++q) {
-    float sum = s.row_sum[q];
-    if (sink != kNegInf && sum > 0.0f) sum += std::exp2(sink - s.row_max[q]);
-    const float inv = sum > 0.0f ? 1.0f / sum : std::numeric_limits<float>::quiet_NaN();
+    const float inv = InverseDenominator(s.row_sum[q], s.row_max[q], sink);
     const float* acc = s.acc + q * v_pad;
     float* out = h.out + (i0 + q) * h.out_stride;
     for (size_t e = 0; e < h.v_dim; ++e) out[e] = acc[e] * inv;
@@ -373,7 +315,7 @@ inline void FlashChunk(const AttentionHead& h, size_t i0, size_t n, const ChunkS
     if (!TileRead(h, keys, j0, cols)) continue;
     if (j0 + cols <= h.masked_keys) cols = HWY_MIN(cols, keys.end - j0);
     ScoreTile(h, i0, n, n_pad, j0, cols, kLog2e, s);
-    OnlineSoftmaxTile(cols, n_pad, s);
+    OnlineSoftmaxTile(cols, n_pad, s.st, chunk, s.row_max, s.row_sum, s.corr);
     AccumulateTile(h, i0, n, j0, cols, s);
   }
   WriteOutputRows(h, i0, n, s, h.rule.sink * kLog2e);

@@ -180,6 +180,20 @@ inline QuantizedRow QuantizeRow(const float* HWY_RESTRICT a, size_t k, float* HW
   return {q, scale};
 }
 
+// 8 int8 weights at w widened to int16. WebAssembly: one v128.load8x8_s,
+// where Highway's half-vector load and PromoteTo stay two instructions
+// (load64_zero, extend_low).
+template <class D16>
+HWY_INLINE hn::Vec<D16> LoadInt8AsInt16(D16 d16, const int8_t* HWY_RESTRICT w) {
+#if HWY_TARGET == HWY_WASM
+  (void)d16;
+  return hn::Vec<D16>{wasm_i16x8_load8x8(w)};
+#else
+  const hn::Rebind<int8_t, D16> d8;
+  return hn::PromoteTo(d16, hn::LoadU(d8, w));
+#endif
+}
+
 // Accumulates the pair dot products of the weights at w (2 * Lanes(di32)
 // columns' pairs, Int8Offset's order) with the activation pair `pair` (two
 // int16 in one int32) into *even and *odd, in the target's arrangement:
@@ -195,8 +209,7 @@ HWY_INLINE void PairDot(DI di32, const int8_t* HWY_RESTRICT w, int32_t pair, hn:
   *even = hn::Add(*even, hn::Set(di32, w[0] * a[0] + w[1] * a[1]));
 #else
   const hn::Repartition<int16_t, DI> d16;
-  const hn::Rebind<int8_t, decltype(d16)> d8;
-  *even = hn::ReorderWidenMulAccumulate(di32, hn::PromoteTo(d16, hn::LoadU(d8, w)),
+  *even = hn::ReorderWidenMulAccumulate(di32, LoadInt8AsInt16(d16, w),
                                         hn::BitCast(d16, hn::Set(di32, pair)), *even, *odd);
 #endif
 }
@@ -218,18 +231,30 @@ inline void GemvInt8(const QuantizedRow* rows, const PanelView<int8_t>& p, size_
     // Even and odd sums (PairDot) of each output vector: x halves 0, 1; y's.
     auto xe0 = hn::Zero(di), xo0 = xe0, xe1 = xe0, xo1 = xe0;
     auto ye0 = xe0, yo0 = xe0, ye1 = xe0, yo1 = xe0;
-    for (size_t pp = b0; pp < end; ++pp) {
-      const int8_t* w = p.w + pp * 4 * lanes;
+    // One pair of inputs: its weights at `at`, rows[0]'s at x, rows[1]'s at y.
+    const auto pair = [&](const int8_t* HWY_RESTRICT at, const int16_t* x, const int16_t* y) {
       int32_t a;
-      std::memcpy(&a, rows[0].q + 2 * pp, sizeof(a));
-      PairDot(di, w, a, &xe0, &xo0);
-      PairDot(di, w + 2 * lanes, a, &xe1, &xo1);
+      std::memcpy(&a, x, sizeof(a));
+      PairDot(di, at, a, &xe0, &xo0);
+      PairDot(di, at + 2 * lanes, a, &xe1, &xo1);
       if constexpr (kRowsA == 2) {
-        std::memcpy(&a, rows[1].q + 2 * pp, sizeof(a));
-        PairDot(di, w, a, &ye0, &yo0);
-        PairDot(di, w + 2 * lanes, a, &ye1, &yo1);
+        std::memcpy(&a, y, sizeof(a));
+        PairDot(di, at, a, &ye0, &yo0);
+        PairDot(di, at + 2 * lanes, a, &ye1, &yo1);
       }
+    };
+    // Two pairs per iteration, pointers advanced by additions: WebAssembly
+    // engines do not strength-reduce pp * stride, and each integer op there
+    // takes an issue slot from the few SIMD ones of a pair.
+    const int8_t* HWY_RESTRICT w = p.w + b0 * 4 * lanes;
+    const int16_t* qx = rows[0].q + 2 * b0;
+    const int16_t* qy = rows[kRowsA - 1].q + 2 * b0;
+    const int16_t* const qx_end = rows[0].q + 2 * end;
+    for (; qx_end - qx >= 4; qx += 4, qy += 4, w += 8 * lanes) {
+      pair(w, qx, qy);
+      pair(w + 4 * lanes, qx + 2, qy + 2);
     }
+    if (qx != qx_end) pair(w, qx, qy);
     const size_t block = b0 / block_pairs;
     const auto sx = hn::Set(d, rows[0].scale[block]);
     x0 = FusedMulAdd(hn::ConvertTo(d, hn::RearrangeToOddPlusEven(xe0, xo0)), sx, x0);

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "hwy/highway.h"
+#include "src/kernels/kernels.h"
 #include "src/kernels/mul_add-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -157,6 +158,28 @@ HWY_INLINE void RegisterTile(D d, const float* const a[kRows], size_t a_stride,
   if constexpr (kRows > 5) store(5, c50, c51);
   if constexpr (kRows > 6) store(6, c60, c61);
   if constexpr (kRows > 7) store(7, c70, c71);
+}
+
+// Range r within [lo, hi).
+inline kernels::KeyRange Clip(kernels::KeyRange r, size_t lo, size_t hi) {
+  const size_t begin = HWY_MIN(HWY_MAX(r.begin, lo), hi);
+  return {begin, HWY_MAX(begin, HWY_MIN(r.end, hi))};
+}
+
+// acc += sum_j p[(j - j0) * chunk] * V[j] over keys [begin, end) (value rows
+// `v_stride` floats apart from key j0's, v_pad floats each): one query's keys
+// that its tile's register tile leaves (ScoreRule::Keys differ by query).
+inline void AddKeys(const float* HWY_RESTRICT p, size_t chunk, const float* HWY_RESTRICT v,
+                    size_t v_stride, size_t v_pad, size_t j0, size_t begin, size_t end,
+                    float* HWY_RESTRICT acc) {
+  const hn::ScalableTag<float> d;
+  for (size_t j = begin; j < end; ++j) {
+    const auto pj = hn::Set(d, p[(j - j0) * chunk]);
+    const float* HWY_RESTRICT row = v + (j - j0) * v_stride;
+    for (size_t e = 0; e < v_pad; e += hn::Lanes(d)) {
+      hn::StoreU(FusedMulAdd(pj, hn::LoadU(d, row + e), hn::LoadU(d, acc + e)), d, acc + e);
+    }
+  }
 }
 
 }  // namespace HWY_NAMESPACE

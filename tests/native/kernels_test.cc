@@ -325,6 +325,7 @@ TEST_P(KernelTest, DecodeMatchesReference) {
     for (const DecodeCase& c : std::vector<DecodeCase>{
              {1, 1, 1, 4, 4, false, false, false, s, 1},
              {1, 1, 200, 64, 64, true, false, false, s, 3},
+             {2, 1, 90, 64, 64, true, false, true, s, 2},
              {4, 1, 130, 64, 64, true, false, true, s, 2},
              {2, 3, 70, 17, 9, true, true, true, s, 4},
              {8, 2, 65, 128, 80, false, true, false, s, 1},
@@ -338,61 +339,67 @@ TEST_P(KernelTest, DecodeMatchesReference) {
 // One head of few queries through the three paths that apply ScoreRule:
 // the flash kernel, its weights path and the decode kernel (two key ranges).
 // They must agree with each other (and the reference) on which keys each
-// query sees and with what bias: causal after a cache, masks, padded keys.
+// query sees and with what bias: causal after a cache, masks, padded keys;
+// and, with a sink (which the reference lacks), with each other.
 TEST_P(KernelTest, FlashWeightsAndDecodePathsAgree) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
   uint32_t seed = 300;
-  for (size_t queries : {1, 3, 16}) {
-    for (size_t keys : {1, 70, 200}) {
-      SCOPED_TRACE(testing::Message() << "L=" << queries << " T=" << keys);
-      // The queries are the last positions (all of them past the keys when fewer).
-      const size_t dim = 16, offset = keys > queries ? keys - queries : 0;
-      const std::vector<float> q = RandomVector(queries * dim, seed++);
-      const Keys stored = RandomKeys(keys, dim, dim, Storage::kFloat32, seed++);
-      std::vector<float> mask = RandomVector(queries * keys, seed++), key_bias(keys, 0.25f);
-      for (size_t i = 0; i < mask.size(); i += 3) mask[i] = neg_inf;
-      for (size_t j = 1; j < keys; j += 4) key_bias[j] = neg_inf;
-      AttentionHead h;
-      h.q = q.data();
-      h.q_stride = h.k_stride = h.v_stride = h.out_stride = h.qk_dim = h.v_dim = dim;
-      h.k = stored.k.data();
-      h.v = stored.v.data();
-      h.num_queries = queries;
-      h.masked_keys = keys;
-      h.scale = 0.3f;
-      h.rule = {key_bias.data(), mask.data(), keys, true, offset};
-      std::vector<float> expected, expected_weights, flash(queries * dim), with_weights(queries * dim),
-          decode(queries * dim), weights(queries * keys);
-      ReferenceAttention(h, &expected, &expected_weights);
-      auto scratch = hwy::AllocateAligned<float>(mha::kernels::AttentionScratchSize(h));
-      h.out = flash.data();
-      mha::kernels::Attention(h, 0, queries, scratch.get());
-      h.out = with_weights.data();
-      h.weights = weights.data();
-      h.weights_stride = keys;
-      mha::kernels::Attention(h, 0, queries, scratch.get());
-      mha::kernels::DecodeGroup g;
-      g.k = h.k;
-      g.v = h.v;
-      g.k_stride = g.v_stride = g.qk_dim = g.v_dim = dim;
-      g.num_keys = keys;
-      g.scale = h.scale;
-      g.num_rows = queries;
-      for (size_t i = 0; i < queries; ++i) {
-        g.q[i] = q.data() + i * dim;
-        g.out[i] = decode.data() + i * dim;
-        g.rule[i] = h.rule.Row(i);
+  for (float sink : {neg_inf, 1.5f}) {
+    for (size_t queries : {1, 3, 16}) {
+      for (size_t keys : {1, 70, 200}) {
+        SCOPED_TRACE(testing::Message() << "L=" << queries << " T=" << keys << " sink=" << sink);
+        // The queries are the last positions (all of them past the keys when fewer).
+        const size_t dim = 16, offset = keys > queries ? keys - queries : 0;
+        const std::vector<float> q = RandomVector(queries * dim, seed++);
+        const Keys stored = RandomKeys(keys, dim, dim, Storage::kFloat32, seed++);
+        std::vector<float> mask = RandomVector(queries * keys, seed++), key_bias(keys, 0.25f);
+        for (size_t i = 0; i < mask.size(); i += 3) mask[i] = neg_inf;
+        for (size_t j = 1; j < keys; j += 4) key_bias[j] = neg_inf;
+        AttentionHead h;
+        h.q = q.data();
+        h.q_stride = h.k_stride = h.v_stride = h.out_stride = h.qk_dim = h.v_dim = dim;
+        h.k = stored.k.data();
+        h.v = stored.v.data();
+        h.num_queries = queries;
+        h.masked_keys = keys;
+        h.scale = 0.3f;
+        h.rule = {key_bias.data(), mask.data(), keys, true, offset};
+        h.rule.sink = sink;
+        std::vector<float> expected, expected_weights, flash(queries * dim), with_weights(queries * dim),
+            decode(queries * dim), weights(queries * keys);
+        ReferenceAttention(h, &expected, &expected_weights);
+        auto scratch = hwy::AllocateAligned<float>(mha::kernels::AttentionScratchSize(h));
+        h.out = flash.data();
+        mha::kernels::Attention(h, 0, queries, scratch.get());
+        h.out = with_weights.data();
+        h.weights = weights.data();
+        h.weights_stride = keys;
+        mha::kernels::Attention(h, 0, queries, scratch.get());
+        mha::kernels::DecodeGroup g;
+        g.k = h.k;
+        g.v = h.v;
+        g.k_stride = g.v_stride = g.qk_dim = g.v_dim = dim;
+        g.num_keys = keys;
+        g.scale = h.scale;
+        g.num_rows = queries;
+        for (size_t i = 0; i < queries; ++i) {
+          g.q[i] = q.data() + i * dim;
+          g.out[i] = decode.data() + i * dim;
+          g.rule[i] = h.rule.Row(i);
+        }
+        const size_t state = mha::kernels::DecodeStateSize(g);
+        std::vector<float> states(2 * state);
+        auto decode_scratch = hwy::AllocateAligned<float>(mha::kernels::DecodeScratchSize(g));
+        mha::kernels::DecodePartial(g, 0, keys / 2, states.data(), decode_scratch.get());
+        mha::kernels::DecodePartial(g, keys / 2, keys, states.data() + state, decode_scratch.get());
+        mha::kernels::DecodeMerge(g, states.data(), 2, state);
+        ExpectNear(with_weights, flash, "weights path vs flash");
+        ExpectNear(decode, flash, "decode vs flash");
+        if (sink == neg_inf) {
+          ExpectNear(flash, expected, "flash");
+          ExpectNear(weights, expected_weights, "weights");
+        }
       }
-      const size_t state = mha::kernels::DecodeStateSize(g);
-      std::vector<float> states(2 * state);
-      auto decode_scratch = hwy::AllocateAligned<float>(mha::kernels::DecodeScratchSize(g));
-      mha::kernels::DecodePartial(g, 0, keys / 2, states.data(), decode_scratch.get());
-      mha::kernels::DecodePartial(g, keys / 2, keys, states.data() + state, decode_scratch.get());
-      mha::kernels::DecodeMerge(g, states.data(), 2, state);
-      ExpectNear(flash, expected, "flash");
-      ExpectNear(with_weights, flash, "weights path vs flash");
-      ExpectNear(decode, flash, "decode vs flash");
-      ExpectNear(weights, expected_weights, "weights");
     }
   }
 }
