@@ -3,7 +3,9 @@
 
 /** A row-major, contiguous float32 tensor. */
 export interface Tensor {
+  /** The values, row-major; its length is the product of `shape`. */
   data: Float32Array;
+  /** The size of each dimension, outermost first. */
   shape: number[];
 }
 
@@ -12,7 +14,9 @@ export interface Tensor {
  * scaledDotProductAttention 1 = may attend), Float32Array is added to the scores.
  */
 export interface Mask {
+  /** Uint8Array: bool (0 or 1); Float32Array: added to the scores (-Infinity masks). */
   data: Uint8Array | Float32Array;
+  /** The size of each dimension, outermost first. */
   shape: number[];
 }
 
@@ -22,7 +26,9 @@ export interface Mask {
  * e.g. `tensor as DimsTensor`, when it is float32 or bool).
  */
 export interface DimsTensor<Data = Float32Array> {
+  /** The values, row-major. */
   readonly data: Data;
+  /** The size of each dimension, outermost first (a Tensor's `shape`). */
   readonly dims: readonly number[];
 }
 
@@ -31,8 +37,13 @@ export type TensorInput = Tensor | DimsTensor;
 /** An input mask: {data, shape} or {data, dims}. */
 export type MaskInput = Mask | DimsTensor<Uint8Array | Float32Array>;
 
+/**
+ * The WebAssembly builds: 'relaxed-simd-threaded' (threads and relaxed SIMD's fused multiply-adds),
+ * 'simd-threaded' (threads, SIMD128), 'simd' (one thread, for pages without SharedArrayBuffer).
+ */
 export type BuildName = 'relaxed-simd-threaded' | 'simd-threaded' | 'simd';
 
+/** What {@link loadMHA} loads and where it runs. */
 export interface LoadOptions {
   /**
    * 'auto' (default) = min(hardware concurrency, 4); at most 8. The threaded builds start one
@@ -57,8 +68,11 @@ export interface LoadOptions {
   wasmPaths?: string | URL;
 }
 
+/** What a loaded library runs: {@link MHALibrary.info}. */
 export interface LibraryInfo {
+  /** The package's version. */
   version: string;
+  /** The build loaded. */
   build: BuildName;
   /** Threads the pool runs, counting the calling thread. */
   threads: number;
@@ -79,14 +93,26 @@ export interface LibraryInfo {
   threadsOffReason: string | null;
 }
 
+/**
+ * A module's configuration: nn.MultiheadAttention's arguments (camelCase), and the options of
+ * today's models (docs/models.md).
+ */
 export interface MultiheadAttentionConfig {
+  /** Query (and output) features. */
   embedDim: number;
+  /** Query heads; embedDim / numHeads is the default per-head dim. */
   numHeads: number;
+  /** Biases on the input and output projections; default true. */
   bias?: boolean;
+  /** Learned bias_k and bias_v rows appended to the keys and values; default false. */
   addBiasKV?: boolean;
+  /** A row of zeros appended to the keys and values; default false. */
   addZeroAttn?: boolean;
+  /** Key features; default embedDim. */
   kdim?: number;
+  /** Value features; default embedDim. */
   vdim?: number;
+  /** Tensors are (N, L, E) rather than (L, N, E); default false. */
   batchFirst?: boolean;
   /** Per-head query/key dim; default embedDim / numHeads. */
   qkHeadDim?: number;
@@ -119,7 +145,12 @@ export interface MultiheadAttentionConfig {
    * numHeads; { slopes } any others; { symmetric: true } uses -m_h * |j - i| (jina-bert-v2). Not
    * with addBiasKV / addZeroAttn. false or null: none (Falcon's config.json alibi: false).
    */
-  alibi?: boolean | null | { slopes?: Float32Array; symmetric?: boolean };
+  alibi?: boolean | null | {
+    /** One slope per query head (numHeads); default the ALiBi paper's. */
+    slopes?: Float32Array;
+    /** -m_h * |j - i| rather than m_h * (j - i); default false. */
+    symmetric?: boolean;
+  };
   /**
    * q/k norms in float32 after projection and bias, before rotary (Qwen3, Gemma 3, OLMo 2, Cohere,
    * Chameleon): the parameters `q_norm.weight`, `k_norm.weight` (and, for 'layer', optional
@@ -135,6 +166,7 @@ export interface MultiheadAttentionConfig {
   weightsDtype?: WeightsDtype;
 }
 
+/** Normalization of queries and keys per row ({@link MultiheadAttentionConfig.qkNorm}). */
 export interface QkNormConfig {
   /** 'rms': x / sqrt(mean(x^2) + eps) * (w + weightOffset); 'layer': (x - mean) / sqrt(var + eps) * w (+ b). Default 'rms'. */
   type?: 'rms' | 'layer';
@@ -149,10 +181,16 @@ export interface QkNormConfig {
   weightOffset?: number;
 }
 
+/** How projection weights are kept ({@link MultiheadAttentionConfig.weightsDtype}). */
 export type WeightsDtype = 'auto' | 'float32' | 'float16' | 'bfloat16' | 'int8';
 
+/**
+ * A sliding window: W sees the query's key and the W - 1 before it; [left, right] sees keys
+ * i - left through i + right.
+ */
 export type Window = number | [number, number];
 
+/** Rotary position embedding (RoPE) of queries and keys ({@link MultiheadAttentionConfig.rotary}). */
 export interface RotaryConfig {
   /** Features rotated per head: even, <= qkHeadDim. Default 2 * invFreq.length, else qkHeadDim. */
   dim?: number;
@@ -173,28 +211,38 @@ export interface RotaryConfig {
 
 /** Hugging Face's rope_scaling (docs/design.md, "The attention of today's models", step 3). */
 export interface RopeScaling {
+  /** The kind of scaling; 'default' is none. */
   rope_type?: 'default' | 'linear' | 'llama3' | 'yarn' | string;
+  /** Older configs' name for rope_type. */
   type?: 'default' | 'linear' | 'llama3' | 'yarn' | string;
+  /** How many times the trained context length the positions stretch to. */
   factor?: number | null;
-  /** llama3 */
+  /** llama3: wavelengths above original_max_position_embeddings / low_freq_factor are scaled. */
   low_freq_factor?: number | null;
+  /** llama3: wavelengths below original_max_position_embeddings / high_freq_factor are kept. */
   high_freq_factor?: number | null;
-  /** llama3 and yarn */
+  /** llama3 and yarn: the context length the model was trained with. */
   original_max_position_embeddings?: number | null;
-  /** yarn: defaults 32 and 1 */
+  /** yarn: the rotations where the correction range starts; default 32. */
   beta_fast?: number | null;
+  /** yarn: the rotations where the correction range ends; default 1. */
   beta_slow?: number | null;
   /** yarn: floor/ceil the correction range (default true) */
   truncate?: boolean | null;
   /** yarn: the factor on cos and sin; default from mscale / mscale_all_dim, else 0.1 ln(factor) + 1 */
   attention_factor?: number | null;
+  /** yarn (DeepSeek): the numerator of attention_factor's ratio. */
   mscale?: number | null;
+  /** yarn (DeepSeek): the denominator of attention_factor's ratio. */
   mscale_all_dim?: number | null;
 }
 
+/** How a cache keeps keys and values ({@link KVCacheOptions.dtype}). */
 export type KVCacheDtype = 'float32' | 'float16' | 'bfloat16';
 
+/** A module's cache: {@link MultiheadAttention.createKVCache}. */
 export interface KVCacheOptions {
+  /** Batch entries (N); 1 for unbatched calls. */
   batchSize: number;
   /** Keys it can hold; all its memory is allocated at creation. */
   maxLength: number;
@@ -213,8 +261,11 @@ export interface KVCacheOptions {
   rolling?: boolean;
 }
 
+/** A cache for scaledDotProductAttention: {@link MHALibrary.createKVCache}. */
 export interface SdpaKVCacheOptions extends KVCacheOptions {
+  /** Key/value heads (Hkv). */
   numKVHeads: number;
+  /** Key features per head (E). */
   headDim: number;
   /** Default headDim. */
   vHeadDim?: number;
@@ -233,9 +284,13 @@ export interface KVCache {
   readonly length: number;
   /** Keys in memory per batch entry: length, or at most maxLength when rolling; as length. */
   readonly held: number;
+  /** Whether it is a ring ({@link KVCacheOptions.rolling}). */
   readonly rolling: boolean;
+  /** Keys it can hold per batch entry. */
   readonly maxLength: number;
+  /** Batch entries. */
   readonly batchSize: number;
+  /** How it keeps keys and values. */
   readonly dtype: KVCacheDtype;
   /** Bytes its keys and values take, all allocated at creation. */
   readonly bytes: number;
@@ -278,8 +333,11 @@ export interface KVCache {
   dispose(): void;
 }
 
+/** One state_dict entry a module has ({@link MultiheadAttention.parameters}). */
 export interface ParameterSpec {
+  /** Its nn.MultiheadAttention name ('in_proj_weight', 'out_proj.bias', ...). */
   name: string;
+  /** Its shape. */
   shape: number[];
 }
 
@@ -302,6 +360,7 @@ export type WeightLayout = 'auto' | 'torch' | 'qkv-linear' | 'gpt2' | 'neox';
 /** Roles of a module's projections; qkv is a fused one. */
 export type ProjectionRole = 'q' | 'k' | 'v' | 'out' | 'qkv';
 
+/** Where a module's tensors are in a checkpoint and how they are named. */
 export interface WeightOptions {
   /** The module's prefix, e.g. 'model.layers.3.self_attn.'; names are matched after it. */
   prefix?: string;
@@ -319,12 +378,15 @@ export interface WeightOptions {
 export interface AttentionModuleInfo {
   /** Pass it as `prefix` to loadSafetensors. */
   prefix: string;
+  /** How its projections are named. */
   layout: Exclude<WeightLayout, 'auto'>;
   /** Its projections' module names under the prefix (none for 'torch'). */
   names: Partial<Record<ProjectionRole, string>>;
-  /** Query (and output) features; kdim and vdim: key and value features. */
+  /** Query (and output) features. */
   embedDim: number;
+  /** Key features. */
   kdim: number;
+  /** Value features. */
   vdim: number;
   /**
    * Output features of the q, k and v projections: numHeads * qkHeadDim,
@@ -332,7 +394,9 @@ export interface AttentionModuleInfo {
    * take it from the model's config (num_attention_heads).
    */
   qSize: number;
+  /** Output features of the k projection. */
   kSize: number;
+  /** Output features of the v projection. */
   vSize: number;
   /** Whether the checkpoint holds projection biases (absent ones load as zero). */
   bias: boolean;
@@ -345,18 +409,26 @@ export interface AttentionModuleInfo {
    * features ('head'), one row per head ('head-per-head'; qkNorm over 'head' too) or the whole
    * projection ('all'); bias: it holds q_norm.bias (type 'layer'). null: none.
    */
-  qkNorm: { over: 'head' | 'head-per-head' | 'all'; bias: boolean } | null;
+  qkNorm: {
+    /** What q_norm.weight spans. */
+    over: 'head' | 'head-per-head' | 'all';
+    /** Whether it holds q_norm.bias. */
+    bias: boolean;
+  } | null;
 }
 
 /** One .safetensors file's bytes, or the shards of one checkpoint. */
 export type SafetensorsBytes = Uint8Array | ArrayBuffer | Array<Uint8Array | ArrayBuffer>;
 
+/** The options of {@link MultiheadAttention.forward}, nn.MultiheadAttention's (camelCase) and more. */
 export interface ForwardOptions {
   /** (N, S) or (S) unbatched; bool or additive. */
   keyPaddingMask?: MaskInput;
   /** (L, S) or (N * numHeads, L, S); bool or additive. */
   attnMask?: MaskInput;
+  /** Return the attention weights too; default false (PyTorch's default is true). */
   needWeights?: boolean;
+  /** Weights averaged over heads (N, L, S) rather than per head (N, numHeads, L, S); default true. */
   averageAttnWeights?: boolean;
   /** With a cache: query i may attend keys j <= cache.length + i (bottom-right). */
   isCausal?: boolean;
@@ -375,12 +447,15 @@ export interface ForwardOptions {
   positions?: Int32Array;
 }
 
+/** What {@link MultiheadAttention.forward} resolves to. */
 export interface ForwardResult {
+  /** (L, N, E), (N, L, E) with batchFirst, or (L, E) unbatched. */
   output: Tensor;
   /** null unless needWeights. */
   weights: Tensor | null;
 }
 
+/** A module made by {@link MHALibrary.createMultiheadAttention}: nn.MultiheadAttention in eval mode. */
 export interface MultiheadAttention {
   /**
    * The state_dict entries this configuration has, known at once in both modes (a function of
@@ -415,9 +490,11 @@ export interface MultiheadAttention {
   dispose(): void;
 }
 
+/** The options of {@link MHALibrary.scaledDotProductAttention}, PyTorch's (camelCase) and more. */
 export interface SdpaOptions {
   /** Broadcasts to (B, H, L, S); bool true = may attend (PyTorch 2.x). */
   attnMask?: MaskInput;
+  /** Query i may attend keys j <= i (with a cache, j <= cache.length + i). */
   isCausal?: boolean;
   /** Default 1 / sqrt(E). */
   scale?: number;
@@ -435,9 +512,13 @@ export interface SdpaOptions {
   cache?: KVCache | null;
 }
 
+/** What {@link MHALibrary.heapInfo} resolves to. */
 export interface HeapInfo {
+  /** The end of the heap's used region (bytes). */
   heapTop: number;
+  /** Bytes allocated and not freed. */
   inUseBytes: number;
+  /** The WebAssembly memory's size (bytes). */
   memoryBytes: number;
 }
 
@@ -449,12 +530,18 @@ export interface HeapInfo {
  * synchronous ones (createMultiheadAttention, createKVCache, getters) throw MHAError.
  */
 export interface MHALibrary {
+  /** What this library runs: build, threads, proxy. */
   readonly info: Readonly<LibraryInfo>;
   /**
    * Throws MHAError for any config the core refuses. Through the proxy, a module the worker
    * cannot make (out of memory there) rejects its calls, and its getters throw, with that error.
    */
   createMultiheadAttention(config: MultiheadAttentionConfig): MultiheadAttention;
+  /**
+   * PyTorch's torch.nn.functional.scaled_dot_product_attention: query (B, H, L, E), key
+   * (B, Hkv, S, E), value (B, Hkv, S, Ev), or without the batch dimension; resolves to
+   * (B, H, L, Ev). Bad input and the core's errors reject with MHAError.
+   */
   scaledDotProductAttention(query: TensorInput, key: TensorInput | null, value: TensorInput | null,
     options?: SdpaOptions): Promise<Tensor>;
   /** A cache for scaledDotProductAttention. */
@@ -479,9 +566,11 @@ export interface MHALibrary {
 }
 
 /**
- * Loads the engine once per set of options: calls with the same options (while it loads and
- * after) get the same library, so a server may call it per request and React StrictMode's second
- * effect starts nothing more. After lib.dispose() the next call loads afresh.
+ * Loads the engine (the WebAssembly build options.build, or the best this platform runs) and
+ * resolves to the library; a platform that cannot run the build asked for rejects with MHAError.
+ * Loads once per set of options: calls with the same options (while it loads and after) get the
+ * same library, so a server may call it per request and React StrictMode's second effect starts
+ * nothing more. After lib.dispose() the next call loads afresh.
  */
 export function loadMHA(options?: LoadOptions): Promise<MHALibrary>;
 
@@ -490,5 +579,6 @@ export function loadMHA(options?: LoadOptions): Promise<MHALibrary>;
  * ones. The message names the argument, the expected and the received.
  */
 export class MHAError extends Error {
+  /** Always 'MHAError'. */
   name: 'MHAError';
 }

@@ -61,8 +61,16 @@ const anchor = (heading) => heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s
   .replace(/\s/g, '-');
 const withoutBlocks = (text) => text.replace(/```[\s\S]*?```/g, '');
 const withoutCode = (text) => withoutBlocks(text).replace(/`[^`\n]*`/g, '');
-const anchors = (text) => new Set(withoutBlocks(text).split('\n').filter((line) => /^#{1,6} /.test(line))
-  .map((line) => anchor(line.replace(/^#+ /, ''))));
+// A page's anchors: a heading's, and '-1', '-2'... after it for the same heading again (as GitHub).
+function anchors(text) {
+  const seen = new Map();
+  return new Set(withoutBlocks(text).split('\n').filter((line) => /^#{1,6} /.test(line)).map((line) => {
+    const base = anchor(line.replace(/^#+ /, ''));
+    const count = seen.get(base) ?? 0;
+    seen.set(base, count + 1);
+    return count === 0 ? base : `${base}-${count}`;
+  }));
+}
 
 test('every relative link of the README and the guides points at a file and heading that exist', () => {
   const broken = [];
