@@ -25,6 +25,8 @@
 #include "bindings/call_frame.h"
 #include "bindings/rotary_from_js.h"
 #include "src/multihead_attention.h"
+#include "src/io/safetensors.h"
+#include "src/io/weight_layouts.h"
 
 namespace mha {
 namespace {

@@ -64,16 +64,20 @@
 #include <string>
 #include <vector>
 
-#include "src/attention/rope_scaling.h"
 #include "src/kv_cache.h"
+#include "src/rope_scaling.h"
 #include "src/scaled_dot_product_attention.h"
-#include "src/io/safetensors.h"
 #include "src/status.h"
 #include "src/tensor.h"
 #include "src/thread_pool.h"
-#include "src/io/weight_layouts.h"
+#include "src/weight_options.h"
 
 namespace mha {
+
+// A parsed .safetensors checkpoint and its dtypes (src/io/safetensors.h, which
+// parses one).
+struct SafetensorsFile;
+enum class DType;
 
 // Rotary position embedding (RoPE) on queries and keys (docs/design.md, "The
 // attention of today's models", step 3).
@@ -208,16 +212,6 @@ class MultiheadAttention {
   // and q/k/v_proj_weight are interchangeable (the same rows).
   Status LoadParameter(const std::string& name, const float* data, const Shape& shape);
 
-  // Parameters() plus the equivalent in_proj_weight / q,k,v_proj_weight form.
-  std::vector<ParameterSpec> AcceptedParameters() const;
-
-  // Parameters() not covered by the names in `have`.
-  std::vector<std::string> MissingParameters(const std::set<std::string>& have) const;
-
-  // Whether LoadParameter would accept this name, shape and data (with
-  // weights_dtype int8: finite projection weights).
-  Status CheckParameter(const std::string& name, const float* data, const Shape& shape) const;
-
   // Loads every parameter from the tensors of one attention module, all or
   // nothing: an error (OutOfMemory too) loads nothing, and outputs and
   // memory() stay as they were. New weights are allocated before the old
@@ -277,6 +271,17 @@ class MultiheadAttention {
 
  private:
   explicit MultiheadAttention(const MultiheadAttentionConfig& config);
+
+  // Parameters() plus the equivalent in_proj_weight / q,k,v_proj_weight form.
+  std::vector<ParameterSpec> AcceptedParameters() const;
+
+  // Parameters() not covered by the names in `have`.
+  std::vector<std::string> MissingParameters(const std::set<std::string>& have) const;
+
+  // Whether LoadParameter would accept this name, shape and data (with
+  // weights_dtype int8: finite projection weights).
+  Status CheckParameter(const std::string& name, const float* data, const Shape& shape) const;
+
   struct Impl;
   struct Recipes;
   Status Plan(const ShapeMap& tensors, const WeightOptions& options, Recipes* out) const;

@@ -47,36 +47,18 @@ class ThreadPool {
   std::atomic<const std::function<void(size_t, size_t, size_t)>*> body_{nullptr};
   std::atomic<size_t> n_{0};
   // Workers spin on generation_ briefly before sleeping on work_ready_:
-  // waking a sleeping thread costs tens of microseconds natively and up to
-  // milliseconds in a loaded page, as much as a small projection takes.
+  // waking a sleeping thread can cost as much as a small projection takes.
   std::atomic<uint64_t> generation_{0};
   // A worker joins a call (active_ + 1) only while it is open. The caller
   // closes it once every item is claimed and then waits for the workers that
-  // joined, never for one still waking up: in Chromium a woken pool thread
-  // often started after the caller had done every item (W3, 2 threads, load
-  // 7: a quarter of the calls), and the caller used to wait for it anyway.
+  // joined, never for one still waking up: in a loaded browser a woken pool
+  // thread often starts after the caller has done every item.
   std::atomic<bool> open_{false};
   std::atomic<size_t> active_{0};
   std::atomic<bool> stop_{false};
   // The next unclaimed item, on a cache line of its own: every claim writes it.
   alignas(64) std::atomic<size_t> next_{0};
 };
-
-// Multiply-adds below which a call (one projection, one attention) runs on
-// the calling thread: waking the pool's threads and waiting for them costs
-// more than sharing saves. Found by sweeping the threshold on decoding steps
-// of E = 64..1024 against 15..4095 cached keys at 2 threads: sharing starts
-// to pay a little earlier natively than in WebAssembly, and one value serves
-// both builds, between the two; decoding steps of E = 64 (D5) never wake the
-// pool. (The workers were spinning between calls, as they are between the
-// calls of a decoding step; see kSpins in core/thread_pool.cc. Figures: git
-// log --follow of this file.)
-constexpr double kMinSharedWork = 1e5;
-
-// `pool`, or null (the calling thread alone) for work below kMinSharedWork.
-inline ThreadPool* SharedPool(ThreadPool* pool, double work) {
-  return work < kMinSharedWork ? nullptr : pool;
-}
 
 }  // namespace mha
 

@@ -1,4 +1,5 @@
 #include "src/attention/attention.h"
+#include "src/attention/shared_work.h"
 
 #include <algorithm>
 #include <limits>
@@ -26,9 +27,9 @@ double AttentionWork(const std::vector<kernels::AttentionHead>& heads) {
 // contiguous, and copied so first otherwise. Rows of the fused QKV projection
 // are 3E floats apart: a key tile's 64 rows then fall into a few L1 sets (a
 // 6 KiB stride maps them to 2 groups of 4) and as many pages, and the
-// kernel's tiles ran measurably slower on them. One copy per head serves all
-// its query chunks; a copy per tile was slower still, its cache misses no
-// longer hidden behind arithmetic. (Figures: git log --follow of this file.)
+// kernel's tiles run slower on them. One copy per head serves all its query
+// chunks; a copy per tile is slower still, its cache misses no longer hidden
+// behind arithmetic.
 bool StridedKeys(const kernels::AttentionHead& h) {
   return h.k != nullptr && (h.k_stride != h.qk_dim || h.v_stride != h.v_dim);
 }

@@ -1,4 +1,5 @@
 #include "src/attention/decode_attention.h"
+#include "src/attention/shared_work.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,4 +1,5 @@
 #include "src/attention/linear.h"
+#include "src/attention/shared_work.h"
 
 #include <algorithm>
 #include <cstring>

@@ -8,26 +8,12 @@
 
 #include <cstddef>
 #include <optional>
-#include <string>
 #include <vector>
 
+#include "src/rope_scaling.h"
 #include "src/status.h"
 
 namespace mha {
-
-// Hugging Face's rope_scaling dict; absent fields are nullopt. type (its
-// rope_type, or type): "" none, "default" none, "linear", "llama3" or "yarn";
-// any other is an error naming it.
-struct RopeScaling {
-  std::string type;
-  std::optional<double> factor;                            // every kind but default
-  std::optional<double> low_freq_factor, high_freq_factor;  // llama3
-  std::optional<double> original_max_position_embeddings;  // llama3, yarn
-  std::optional<double> beta_fast, beta_slow;              // yarn: 32 and 1 when absent
-  bool truncate = true;                                    // yarn
-  std::optional<double> attention_factor, mscale, mscale_all_dim;  // yarn
-  bool given() const { return !type.empty(); }
-};
 
 // Pair i at position p turns by p * inv_freq[i]; cos and sin are multiplied
 // by attention_factor.

@@ -11,6 +11,7 @@
 #include "src/attention/aligned_buffer.h"
 #include "src/attention/attention.h"
 #include "src/attention/linear.h"
+#include "src/attention/rope_scaling.h"
 #include "src/core/attention_call.h"
 #include "src/kernels/kernels.h"
 #include "src/multihead_attention.h"

@@ -8,6 +8,8 @@
 
 #include "src/core/multihead_attention_impl.h"
 #include "src/multihead_attention.h"
+#include "src/io/safetensors.h"
+#include "src/io/weight_layouts.h"
 #include "src/io/weight_plan.h"
 
 namespace mha {

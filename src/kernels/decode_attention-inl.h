@@ -8,7 +8,7 @@
 // transposed tiles, and take its online softmax (online_softmax-inl.h): base
 // 2, lane-wise max and sum, no horizontal reductions, accumulators rescaled
 // only when a row's max grows; values accumulate through the register tile
-// the flash kernel uses. Float16 and bfloat16 sub-blocks are converted once.
+// the flash kernel uses. 16-bit (float16, bfloat16) sub-blocks are converted once.
 // A call covers one range of keys and leaves a partial softmax state per row
 // (unnormalised output, max, sum of exponentials); ranges run on different
 // threads and DecodeMerge combines their states (flash-decoding).

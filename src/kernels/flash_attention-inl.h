@@ -8,8 +8,8 @@
 // max and sum per query, so the L x S score matrix never exists (flash
 // attention); tiles that causal, window or key-padding masks remove entirely
 // are skipped. With weights, the scores go to the caller's weights rows, are
-// softmax-normalised there and then multiply V. Keys and values stored as
-// float16 (a float16 KV cache) are converted one tile at a time, into
+// softmax-normalised there and then multiply V. Keys and values stored in 16
+// bits (a float16 or bfloat16 KV cache) are widened one tile at a time, into
 // per-thread scratch: never the whole cache at once.
 
 #if defined(MHA_SRC_KERNELS_FLASH_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -132,9 +132,9 @@ inline size_t MaskedCols(const AttentionHead& h, size_t j0, size_t cols) {
 // qt[d * chunk + q] = scale * Q[i0 + q][d] for q < n; zero up to n_pad.
 // Four query rows at a time: StoreInterleaved4 turns a vector of each row's
 // dims into groups of four queries per dim, and each group is one 16-byte
-// copy. Where keys are few the transpose is a visible part of attention
-// (element by element it took half as much time again); what is left is
-// mostly reading Q and writing the output from memory.
+// copy. Where keys are few the transpose is a visible part of attention, and
+// element by element it was slower; what is left is mostly reading Q and
+// writing the output from memory.
 inline void TransposeQueryChunk(const AttentionHead& h, size_t i0, size_t n, size_t n_pad,
                                 float scale, float* HWY_RESTRICT qt) {
   const hn::ScalableTag<float> d;

@@ -37,9 +37,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 #define MHA_HALF_EMULATED 0
 #endif
 
-// Loads Lanes(df) halves as floats. Where Highway emulates PromoteTo (about
-// 15 operations per vector, as much as the attention's arithmetic on a
-// float16 cache in WASM), the half's exponent and mantissa are moved into
+// Loads Lanes(df) halves as floats. Where Highway emulates PromoteTo (as many
+// operations per vector as the attention's own arithmetic on a float16 cache),
+// the half's exponent and mantissa are moved into
 // place and scaled by 2^112 instead: exact for every finite half, subnormal
 // ones included (they become float32 denormals that the product
 // normalises). A half exponent of all ones (infinity, NaN) becomes a float

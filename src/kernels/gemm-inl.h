@@ -161,7 +161,7 @@ inline void GemmTileRows(const float* a, size_t lda, const uint8_t* packed,
 // through the pointer, so no compiler puts the twelve kernels in one function:
 // binaryen's inliner did (emcc's wasm-opt -O3 inlines a function with one
 // caller whatever its size), and V8 compiled that 58 KB function with its
-// mid-tier register allocator, its float32 tiles 1.45x slower
+// mid-tier register allocator, which made its tiles slower
 // (scripts/wasm_function_sizes.mjs checks the sizes).
 template <class W>
 kernels::GemmTileFn GemmKernelOfRows(size_t tile_rows) {

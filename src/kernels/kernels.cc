@@ -44,8 +44,8 @@ inline bool WasmHostIsX86() {
 // for the product of mul+add (no FMA), so WebAssembly on x86 hosts gets 4:
 // V8 spills the larger ones (bench/native/gemm_tiles.cc times them). There
 // 4x2v stays below the mul+add peak by about what its loads cost: each k step
-// is 16 mul/add and 6 loads, and on Zen 3 vector loads seem to share the FP
-// side's 4 ops a cycle with them, so 16 / 22 of the peak at most.
+// is 16 mul/add and 6 loads, and where vector loads share the FP side's
+// issue slots they take their share of it.
 inline size_t PreferredGemmTileRows() {
 #if HWY_TARGET == HWY_WASM
   return WasmHostIsX86() ? 4 : 8;

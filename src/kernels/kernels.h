@@ -239,8 +239,8 @@ struct DecodeGroup {
   float scale = 1.0f;
 };
 
-// Floats of one range's state (per row: max, sum, v_dim of output) and of
-// per-thread scratch.
+// Floats of one range's state (per row: the output accumulator, v_dim padded
+// to whole vectors, then the running max and sum) and of per-thread scratch.
 size_t DecodeStateSize(const DecodeGroup& group);
 size_t DecodeScratchSize(const DecodeGroup& group);
 

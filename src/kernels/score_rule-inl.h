@@ -28,8 +28,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // cap * tanh(x / cap) as cap - 2 cap / (1 + 2^(k x)), k = 2 log2(e) / cap,
 // by the softmax's Exp2 (k x clamped to 126, where the sum is already 2^126
-// and the quotient nothing): 18 ops (21 in WebAssembly) where hn::Tanh (an
-// Expm1 and a division) takes about 40, and every score pays them. Where
+// and the quotient nothing): about half the operations of hn::Tanh (an Expm1
+// and a division), and every score pays them. Where
 // |x| << cap, the subtraction cancels: the error is then about two ulp of
 // cap, absolute, below a score's own rounding once |x| passes a few units.
 // NaN stays NaN (the clamp keeps it); +-inf gives +-cap.

@@ -40,8 +40,8 @@ inline float RowMax(const float* HWY_RESTRICT x, size_t n) {
   return result;
 }
 
-// exp(x) for x <= 0 (scores minus their max), NaN or -inf, in 15 ops where
-// hn::Exp (any x) takes about 35. As in Cephes' expf: x = n ln2 + r with
+// exp(x) for x <= 0 (scores minus their max), NaN or -inf, in fewer operations
+// than hn::Exp (which handles any x). As in Cephes' expf: x = n ln2 + r with
 // |r| <= ln2 / 2, exp(r) by a degree-7 polynomial, 2^n from the exponent
 // bits. Below -87.3 (2^n no longer normal, exp(x) < 1.2e-38) it returns 0, so
 // masked keys weigh exactly 0; a NaN stays NaN, so, as in PyTorch, a NaN
@@ -69,7 +69,7 @@ HWY_INLINE V ExpNonPositive(D d, V x) {
 }
 
 // The online softmax's running max. WebAssembly: f32x4.pmax (a < b ? b : a),
-// one instruction where f32x4.max (exact for NaN and -0) is about eight in V8
+// one instruction where f32x4.max (exact for NaN and -0) is a sequence in V8
 // on x64; a NaN in b is dropped, one in a stays. A NaN score may so stay out
 // of the max, but its exponential is NaN either way and its row ends NaN.
 template <class V>
@@ -81,12 +81,12 @@ HWY_INLINE V SoftmaxMax(V a, V b) {
 #endif
 }
 
-// 2^y for y <= 0 (and on up to 126: Softcap's), NaN or -inf, in 12 ops (16 in WebAssembly, which has no
-// FMA) where ExpNonPositive takes 15 (25): y = n + f with |f| <= 1/2 exactly,
-// no ln 2 to split in two; 2^f by a degree-5 polynomial fitted for relative
-// error (reweighted least squares toward minimax: 9e-8 exactly, 1.7e-7 when
-// evaluated in float without FMA; degree 6 reached 1e-7 for one more
-// multiply-add per score), 2^n from the exponent bits. It returns 0 from -127
+// 2^y for y <= 0 (and on up to 126: Softcap's), NaN or -inf, in fewer
+// operations than ExpNonPositive: y = n + f with |f| <= 1/2 exactly, no ln 2
+// to split in two; 2^f by a degree-5 polynomial fitted for relative error
+// (reweighted least squares toward minimax: within float32's rounding, where
+// degree 6 would cost one more multiply-add per score for little), 2^n from
+// the exponent bits. It returns 0 from -127
 // down (masked keys weigh exactly 0), 0 or 2^y within 2^-126 between -127 and
 // -126, and NaN for NaN. The flash kernel works in base 2 (its scores carry
 // the factor log2(e)), so each score costs this and no more.

@@ -29,15 +29,6 @@ float* ColumnFloat(const PanelLayout& l, uint8_t* packed, size_t offset, size_t 
   return reinterpret_cast<float*>(packed + c / l.width * l.PanelBytes() + offset) + c % l.width;
 }
 
-uint16_t BFloat16(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof(bits));
-  // A NaN stays a NaN (quiet) however its payload would round.
-  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
-  bits += 0x7FFFu + ((bits >> 16) & 1u);  // round to nearest even (up to infinity)
-  return static_cast<uint16_t>(bits >> 16);
-}
-
 // int8: the row's scale, max|w| / 127 (0 for a zero row); else 1.
 float RowScale(WeightType type, const float* row, size_t k) {
   if (type != WeightType::kInt8) return 1.0f;
@@ -56,10 +47,7 @@ void Convert(WeightType type, const float* src, size_t n, float scale, uint8_t* 
       FloatToHalf(src, n, reinterpret_cast<uint16_t*>(out));
       return;
     case WeightType::kBFloat16:
-      for (size_t i = 0; i < n; ++i) {
-        const uint16_t h = BFloat16(src[i]);
-        std::memcpy(out + 2 * i, &h, sizeof(h));
-      }
+      FloatToBFloat16(src, n, reinterpret_cast<uint16_t*>(out));
       return;
     case WeightType::kInt8:
       for (size_t i = 0; i < n; ++i) {

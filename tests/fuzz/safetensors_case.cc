@@ -9,6 +9,7 @@
 
 #include "src/multihead_attention.h"
 #include "src/io/safetensors.h"
+#include "src/io/weight_layouts.h"
 #include "tests/fuzz/fuzz_cases.h"
 
 namespace mha_fuzz {

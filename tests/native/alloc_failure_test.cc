@@ -24,6 +24,7 @@
 #include "src/multihead_attention.h"
 #include "tests/native/fixture.h"
 #include "tests/native/reference.h"
+#include "src/io/safetensors.h"
 
 namespace {
 

@@ -13,6 +13,7 @@
 
 #include "src/io/json.h"
 #include "src/kernels/kernels.h"
+#include "src/io/safetensors.h"
 
 namespace mha_test {
 namespace {

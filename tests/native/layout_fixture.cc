@@ -6,6 +6,8 @@
 #include <set>
 
 #include "tests/native/fixture.h"
+#include "src/io/safetensors.h"
+#include "src/io/weight_layouts.h"
 
 namespace mha_test {
 namespace {

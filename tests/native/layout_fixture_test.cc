@@ -12,6 +12,7 @@
 #include "src/multihead_attention.h"
 #include "tests/native/fixture.h"
 #include "tests/native/layout_fixture.h"
+#include "src/io/weight_layouts.h"
 
 namespace mha_test {
 namespace {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "src/attention/rope_scaling.h"
 #include "src/io/weight_layouts.h"
 #include "src/multihead_attention.h"
 #include "tests/native/reference.h"

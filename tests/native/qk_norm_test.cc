@@ -15,6 +15,7 @@
 #include "src/kernels/kernels.h"
 #include "src/multihead_attention.h"
 #include "tests/native/reference.h"
+#include "src/io/weight_layouts.h"
 
 namespace mha_test {
 namespace {
