@@ -40,6 +40,17 @@ test('the same options give the same library, while it loads and after', async (
   c.dispose();
 });
 
+test('options that resolve to the same build and threads give the same library', async () => {
+  const simd = await loadMHA({ build: 'simd' });
+  assert.equal(await loadMHA({ build: 'simd', threads: 1 }), simd);
+  assert.equal(await loadMHA({ build: 'simd', threads: 'auto', proxy: false }), simd);
+  const auto = await loadMHA();
+  assert.equal(await loadMHA({ threads: auto.info.threads, build: auto.info.build }), auto);
+  assert.notEqual(await loadMHA({ threads: 1, build: auto.info.build }), simd);
+  simd.dispose();
+  auto.dispose();
+});
+
 test('a failed load is not kept', async () => {
   await assert.rejects(loadMHA({ build: 'simd', threads: 2 }), MHAError);
   await assert.rejects(loadMHA({ build: 'simd', threads: 2 }), MHAError);

@@ -2,7 +2,7 @@
 // "default"): no Node code. See README.md and docs/design.md ("Loading in real apps").
 import * as env from './env_browser.js';
 import { MHAError } from './errors.js';
-import { checkLoadOptions, loadInThread, warnIfThreadsOff } from './load.js';
+import { checkLoadOptions, loadInThread, resolveLoad, warnIfThreadsOff } from './load.js';
 import { loadOnce } from './load_once.js';
 import { startProxy } from './proxy_client.js';
 
@@ -20,13 +20,15 @@ function useProxy(proxy) {
   return proxy === true || (proxy !== false && onPageMainThread && workersAvailable);
 }
 
-// options: { threads, build, proxy, wasmPaths } (see web/index.d.ts). The same
-// options give the same library (load_once.js).
+// options: { threads, build, proxy, wasmPaths } (see web/index.d.ts). Options
+// that resolve alike give the same library (load_once.js).
 export async function loadMHA(options) {
   const o = checkLoadOptions(options);
-  return loadOnce(o, async () => {
+  const { build, threads } = resolveLoad(o, env);
+  const proxy = useProxy(o.proxy);
+  return loadOnce({ build, threads, proxy, wasmPaths: o.wasmPaths }, async () => {
     const files = env.fileUrls(o.wasmPaths);
-    const lib = useProxy(o.proxy) ? await startProxy(o, files) : await loadInThread(o, env, files);
+    const lib = proxy ? await startProxy(o, files) : await loadInThread(o, env, files);
     warnIfThreadsOff(lib.info, o);
     return lib;
   });

@@ -3,7 +3,7 @@
 // files from the package, never fetches. See README.md and docs/design.md.
 import * as env from './env_node.js';
 import { MHAError } from './errors.js';
-import { checkLoadOptions, loadInThread } from './load.js';
+import { checkLoadOptions, loadInThread, resolveLoad } from './load.js';
 import { loadOnce } from './load_once.js';
 
 export { MHAError };
@@ -11,12 +11,13 @@ export { MHAError };
 // options: { threads, build, proxy, wasmPaths } (see web/index.d.ts). Node
 // runs the engine in the calling thread (proxy: 'auto' or false) and reads
 // the package's own files (wasmPaths is for browsers and ignored here). The
-// same options give the same library (load_once.js).
+// same resolved options give the same library (load_once.js).
 export async function loadMHA(options) {
   const o = checkLoadOptions(options);
   if (o.proxy === true) {
     throw new MHAError("proxy: expected 'auto' or false in Node, which runs the engine in the " +
                        'calling thread (start a worker_threads Worker to move it off), received true');
   }
-  return loadOnce(o, () => loadInThread(o, env, env.fileUrls()));
+  const { build, threads } = resolveLoad(o, env);
+  return loadOnce({ build, threads, proxy: false }, () => loadInThread(o, env, env.fileUrls()));
 }

@@ -74,14 +74,21 @@ function chooseThreads(threads, build, env) {
   return Math.min(threads, MAX_THREADS);
 }
 
+// { build, threadsOffReason, threads }: what options (checked by
+// checkLoadOptions) come to in this environment; loadMHA keys on it, so that
+// options naming the same build and threads share one library (load_once.js).
+export function resolveLoad(options, env) {
+  const { build, threadsOffReason } = chooseBuild(options.build, env.threadsOffReason());
+  return { build, threadsOffReason, threads: chooseThreads(options.threads, build, env) };
+}
+
 // options: checked by checkLoadOptions; files: env.fileUrls(wasmPaths). The
 // threaded builds start one pthread Worker per thread beside the calling one,
 // at instantiation (the binding's pool must find them there), and no more; at
 // least one, as Emscripten 3.1.6 waits for a pool to load and never finishes
 // with an empty one.
 export async function loadInThread(options, env, files) {
-  const { build, threadsOffReason } = chooseBuild(options.build, env.threadsOffReason());
-  const threads = chooseThreads(options.threads, build, env);
+  const { build, threadsOffReason, threads } = resolveLoad(options, env);
   const wasm = await env.instantiate(files[build], { mhaPoolSize: Math.max(threads - 1, 1) });
   if (wasm.initialize(threads) !== 0) throw new Error('mha-wasm: thread pool already initialized');
   return new MHALibrary(wasm, { build, threadsOffReason, relaxedSimd: relaxedSimdSupported() });

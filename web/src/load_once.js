@@ -4,12 +4,14 @@
 // disposed library is forgotten (lib.dispose() calls forget), and the next call loads afresh.
 const loaded = new Map();   // key -> { promise, lib }
 
-// The options as loadMHA compares them (checked by checkLoadOptions; undefined = the default).
-const keyOf = (o) => JSON.stringify([o.threads ?? 'auto', o.build ?? null, o.proxy ?? 'auto',
-  o.wasmPaths === undefined ? null : String(o.wasmPaths)]);
+// resolved: what the options come to here ({ build, threads } from load.js's resolveLoad, proxy
+// as a boolean, wasmPaths), so that {} and { threads: 'auto' } or { build: 'simd', threads: 1 } and
+// { build: 'simd' } give one library where they load the same build with the same threads.
+const keyOf = (r) => JSON.stringify([r.build, r.threads, r.proxy,
+  r.wasmPaths === undefined ? null : String(r.wasmPaths)]);
 
-export function loadOnce(options, load) {
-  const key = keyOf(options);
+export function loadOnce(resolved, load) {
+  const key = keyOf(resolved);
   let entry = loaded.get(key);
   if (entry === undefined) {
     entry = { lib: null };
