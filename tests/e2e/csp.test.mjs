@@ -8,7 +8,8 @@
 // Also: Trusted Types enforced, the package's URLs made root-relative as Next.js's
 // bundlers leave them, and worker scripts served without the isolation headers on an isolated site
 // (as SvelteKit's adapter-node serves them): the threads start from Blob URLs where the policy
-// allows blob:, else the load fails with an error that names the header and the file.
+// allows blob:, each revoked once its worker has started, else the load fails with an error that
+// names the header and the file.
 import assert from 'node:assert/strict';
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -83,11 +84,14 @@ function assertNoViolation(ctx, result, since) {
 forEachBrowser((ctx) => {
   // A test that the package page, served as options() says, loads, forwards and decodes in the
   // thread and through the proxy, with no violation.
-  const works = (name, options) => test(`${name}: loads, forwards and decodes in the thread and through the proxy`, async () => {
+  // No Blob URL the page made outlives its worker; `blobs`: whether the workers start from them.
+  const works = (name, options, blobs = false) => test(`${name}: loads, forwards and decodes in the thread and through the proxy`, async () => {
     const since = ctx.page.messageCount;
     const result = await runFramed(ctx, options());
     assertRuns(result, expectedBuild(ctx.spec, options().isolated).build);
     assertNoViolation(ctx, result, since);
+    assert.equal(result.blobUrls.live, 0, 'Blob URLs not revoked');
+    assert.equal(result.blobUrls.made > 0, blobs, `${result.blobUrls.made} Blob URLs made`);
   });
 
   for (const isolated of [true, false]) {
@@ -107,7 +111,7 @@ forEachBrowser((ctx) => {
   works("Trusted Types required: the workers' URLs come from the policy 'mha-wasm'",
     () => ({ policy: TRUSTED_TYPES, isolated: true }));
   works('worker scripts served without COEP on an isolated site: they start from Blob URLs where blob: is allowed',
-    () => ({ policy: WITH_BLOB, isolated: true, withoutIsolation: WORKER_SCRIPTS }));
+    () => ({ policy: WITH_BLOB, isolated: true, withoutIsolation: WORKER_SCRIPTS }), true);
 
   test("Trusted Types that do not allow the policy 'mha-wasm': the error says to add it", async () => {
     const result = await runFramed(ctx, { policy: TRUSTED_TYPES.replace(/mha-wasm$/, 'other'), isolated: true });

@@ -112,9 +112,22 @@ async function cannotStart(url, importFree) {
 // `worker-src 'self'` allows it), else a Blob URL that imports it (`worker-src blob:`), and
 // `blobBecause` says why: a Worker starts only from its creator's origin (not a CDN's file, nor
 // a data: URL), and cannotStart's reasons (`importFree`: see there).
+// A Blob URL is made for each read of `url` (each Worker: Emscripten's pool, a proxy restarted)
+// and revoked once the Worker constructor that read it has returned, so that none outlives its
+// worker: the constructor resolves a blob: URL as it parses it (HTML, "new Worker(scriptURL)";
+// URL's parser keeps the Blob), and readers construct at once.
 export async function workerScript(url, importFree = false) {
   const blobBecause = sameOrigin(url) ? await cannotStart(url, importFree) : "it is not on the page's origin";
-  return { url: trusted(blobBecause ? importingWorkerUrl(url) : url), file: url, blobBecause };
+  if (!blobBecause) return { url: trusted(url), file: url, blobBecause };
+  return {
+    get url() {
+      const blobUrl = importingWorkerUrl(url);
+      queueMicrotask(() => URL.revokeObjectURL(blobUrl));
+      return trusted(blobUrl);
+    },
+    file: url,
+    blobBecause,
+  };
 }
 
 // Why a Worker started from `script` (workerScript's) did not start, for an MHAError.

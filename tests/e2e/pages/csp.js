@@ -1,7 +1,8 @@
 // The package on a page served with a strict Content-Security-Policy (tests/e2e/csp.test.mjs
 // states it): loaded in the page's thread and through the proxy, a causal forward, then the same
 // tokens decoded one at a time through a KV cache. window.cspTest: { result, violations }, result
-// a Promise of { runs: [{ proxy, info, outputFinite, decodeError } or { proxy, error }] };
+// a Promise of { runs: [{ proxy, info, outputFinite, decodeError } or { proxy, error }],
+// blobUrls: { made, live } };
 // violations every securitypolicyviolation the page has heard (each is dispatched in a task of
 // its own, so it may come after the error of the call it refused).
 import { loadMHA } from '/web/src/browser.js';
@@ -10,6 +11,22 @@ const violations = [];
 document.addEventListener('securitypolicyviolation', (event) => {
   violations.push(`${event.violatedDirective}: ${event.blockedURI || 'inline'} (${event.sourceFile}:${event.lineNumber})`);
 });
+
+// The Blob URLs made in this page and those still live (not revoked): the package revokes each
+// once its worker has started.
+const blobUrls = new Set();
+let blobUrlsMade = 0;
+const { createObjectURL, revokeObjectURL } = URL;
+URL.createObjectURL = (object) => {
+  const url = createObjectURL.call(URL, object);
+  blobUrls.add(url);
+  blobUrlsMade++;
+  return url;
+};
+URL.revokeObjectURL = (url) => {
+  blobUrls.delete(url);
+  revokeObjectURL.call(URL, url);
+};
 
 const [L, E] = [6, 8];
 const numbers = (length, seed) => Float32Array.from({ length }, (_, i) => Math.sin(seed + i * 0.731) / 2);
@@ -43,5 +60,8 @@ const attempt = (proxy) => run(proxy).catch((error) => ({ proxy, error: `${error
 
 window.cspTest = {
   violations,
-  result: (async () => ({ runs: [await attempt(false), await attempt(true)] }))(),
+  result: (async () => {
+    const runs = [await attempt(false), await attempt(true)];
+    return { runs, blobUrls: { made: blobUrlsMade, live: blobUrls.size } };
+  })(),
 };
