@@ -8,6 +8,7 @@ import { Worker as NodeWorker } from 'node:worker_threads';
 import { MHAError, loadMHA } from '../../web/src/index.js';
 import { startProxy } from '../../web/src/proxy_client.js';
 import { errorFields, errorFrom } from '../../web/src/proxy_table.js';
+import { writeSafetensors } from './helpers/safetensors.js';
 
 globalThis.crossOriginIsolated = true;
 
@@ -75,6 +76,32 @@ test('a state_dict with an unused 64 MB tensor sends only the tensors loaded', a
   const used = Object.values(WEIGHTS).reduce((sum, array) => sum + array.byteLength, 0);
   assert.ok(loaded.bytes <= used + 16, `sent ${loaded.bytes} bytes to load ${used}`);
   mha.dispose();
+});
+
+test("loadSafetensors sends a shard's header and the tensors under the prefix, not the rest", async () => {
+  const shapes = { in_proj_weight: [3 * E, E], in_proj_bias: [3 * E], 'out_proj.weight': [E, E], 'out_proj.bias': [E] };
+  const bytes = writeSafetensors({
+    ...Object.fromEntries(Object.entries(WEIGHTS).map(([key, data]) => [`attn.${key}`, { shape: shapes[key], data }])),
+    'embed.weight': { shape: [4096, 4096], data: new Float32Array(16 << 20) },
+  });
+  const outputs = [];
+  for (const lib of [inThread, proxied]) {
+    const mha = lib.createMultiheadAttention(CONFIG);
+    sent.length = 0;
+    await mha.loadSafetensors([bytes, bytes.slice()], { prefix: 'attn.' }).catch(() => {});
+    await mha.loadSafetensors(bytes, { prefix: 'attn.' });
+    outputs.push([...(await mha.forward(QUERY, QUERY, QUERY)).output.data]);
+    mha.dispose();
+  }
+  const loads = sent.filter(({ method }) => method === 'loadSafetensors');
+  assert.equal(loads.length, 2);
+  for (const { bytes: count } of loads) assert.ok(count < 2 * (1 << 20), `sent ${count} bytes`);
+  assert.deepEqual(outputs[1], outputs[0]);
+  const broken = new Uint8Array(64).fill(7);
+  const [here, there] = await Promise.all([inThread, proxied].map((lib) =>
+    outcome(lib.createMultiheadAttention(CONFIG).loadSafetensors(broken))));
+  assert.ok(here.error, JSON.stringify(here));
+  assert.deepEqual(there, here);
 });
 
 test('an unknown name outside the prefix is still named by the error that lists the modules', async () => {

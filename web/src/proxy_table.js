@@ -74,6 +74,7 @@ export const PROXIED = {
       loadStateDict: ({ options, inside, outside }) => [Object.fromEntries([...inside,
         ...outside.map(([key, { shape }]) => [key, { data: new Float32Array(shape.length ? 0 : 1), shape }])]),
       options],
+      loadSafetensors: ({ options, shards }) => [shards.map((shard) => shardPieces(shard, options.prefix)), options],
     },
     creates: {
       createKVCache: {
@@ -120,6 +121,35 @@ export const PROXIED = {
 export const HANDLE = '__mhaHandle';
 // Marks a call's typed array in a message: { [ARRAY]: index } (proxy_client.js, proxy_worker.js).
 export const ARRAY = '__mhaArray';
+// Marks a .safetensors shard sent in part: { [PIECES]: { size, pieces: [[offset, bytes], ...] } },
+// the file's size and the ranges sent; the worker rebuilds it with zeros elsewhere.
+export const PIECES = '__mhaPieces';
+
+// A shard as loadSafetensors needs it through the proxy: its header and the tensors under
+// `prefix` (every tensor a load reads is, and the header names the others, by shape, for the
+// error that lists the nearest modules). A header this cannot read is the core's to refuse: the
+// shard is then sent whole.
+function shardPieces(shard, prefix) {
+  if (shard.byteLength < 8) return shard;
+  const length = Number(new DataView(shard.buffer, shard.byteOffset, 8).getBigUint64(0, true));
+  if (length > shard.byteLength - 8) return shard;
+  let header;
+  try {
+    header = JSON.parse(new TextDecoder().decode(shard.subarray(8, 8 + length)));
+  } catch {
+    return shard;
+  }
+  if (header === null || typeof header !== 'object') return shard;
+  const pieces = [[0, shard.subarray(0, 8 + length)]];
+  for (const [name, entry] of Object.entries(header)) {
+    if (name === '__metadata__' || !name.startsWith(prefix)) continue;
+    const [begin, end] = entry?.data_offsets ?? [];
+    if (!(Number.isSafeInteger(begin) && Number.isSafeInteger(end) && begin >= 0 && begin <= end &&
+          8 + length + end <= shard.byteLength)) return shard;
+    pieces.push([8 + length + begin, shard.subarray(8 + length + begin, 8 + length + end)]);
+  }
+  return { [PIECES]: { size: shard.byteLength, pieces } };
+}
 
 // Only arrays of these builtin types are staged (a view of the same type is made in the worker);
 // any other view in a call (a subclass, a DataView) sends the whole call by clone.

@@ -12,7 +12,7 @@
 // the client chose for the object a `creates` method returns.
 import * as browserEnv from './env_browser.js';
 import { loadInThread } from './load.js';
-import { ARRAY, HANDLE, PROXIED, errorFields } from './proxy_table.js';
+import { ARRAY, HANDLE, PIECES, PROXIED, errorFields } from './proxy_table.js';
 import { MHAError } from './errors.js';
 
 // The arrays of a message, in index order.
@@ -43,9 +43,20 @@ function lookUp(handle) {
 }
 
 // Handles in the arguments become the objects they stand for, array indices
-// the arrays.
+// the arrays, shards sent in part whole shards.
 function decode(value, arrays) {
-  return placeArrays(value, arrays, (object) => (HANDLE in object ? lookUp(object[HANDLE]).object : undefined));
+  return placeArrays(value, arrays, (object) => {
+    if (HANDLE in object) return lookUp(object[HANDLE]).object;
+    if (PIECES in object) return shardOf(placeArrays(object[PIECES], arrays));
+    return undefined;
+  });
+}
+
+// A .safetensors shard sent in part (proxy_table.js, shardPieces): zeros where nothing was sent.
+function shardOf({ size, pieces }) {
+  const shard = new Uint8Array(size);
+  for (const [offset, bytes] of pieces) shard.set(bytes, offset);
+  return shard;
 }
 
 function handlesIn(value, found = []) {
