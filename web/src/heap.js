@@ -59,7 +59,7 @@ export function allocate(wasm, byteLength) {
 }
 
 // A JS-owned copy of `count` floats at `ptr`. new + set, not slice(): on a
-// shared (threaded) heap, slice() copies several times slower (commit 17289ae).
+// shared (threaded) heap, slice() takes a slower path.
 export function copyOutFloat32(wasm, ptr, count) {
   const copy = new Float32Array(count);
   const start = ptr >>> 2;

@@ -158,7 +158,6 @@ export function checkMask(mask, name) {
   return mask;
 }
 
-// A state_dict entry: a Float32Array of the expected shape, or a tensor.
 // A state_dict entry: a tensor, or a bare Float32Array when the parameter's
 // shape is known (`expectedShape`, undefined for other names).
 export function checkParameter(value, name, expectedShape) {
