@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { MHAError, loadMHA } from '../../web/src/index.js';
+import { PROXIED } from '../../web/src/proxy_table.js';
 import { BUILDS } from './helpers/builds.js';
 import { randomModule, randomTensor, sameBits } from './helpers/random.js';
 import { writeSafetensors } from './helpers/safetensors.js';
@@ -205,4 +206,20 @@ test('the heap peaks at the weights plus the largest tensor', async () => {
   assert.ok(rise <= (mha.memory + largest) * 1.05,
     `the heap rose ${rise} bytes for weights of ${mha.memory} and a largest tensor of ${largest}`);
   mha.dispose();
+});
+
+// Through the proxy (a page's main thread) a checkpoint goes as bytes so far: the client refuses
+// the rest in the caller's thread, saying what to do instead (its channel cannot carry them).
+test('the proxy takes bytes and refuses Blobs, Responses, streams, onProgress and signal', () => {
+  const { whole } = checkpoint(9);
+  const load = PROXIED.MultiheadAttention.calls.loadSafetensors;
+  const list = PROXIED.MHALibrary.calls.listAttentionModules;
+  load(null, [whole, whole.buffer], OPTIONS);
+  list(null, whole);
+  const refused = /^(loadSafetensors|listAttentionModules): through the proxy .* goes as bytes .*inside your own Worker$/;
+  for (const call of [() => load(null, new Blob([whole]), OPTIONS), () => load(null, [whole, new Response(whole)]),
+    () => load(null, streamOf(whole)), () => load(null, whole, { onProgress: () => {} }),
+    () => load(null, whole, { signal: new AbortController().signal }), () => list(null, new Blob([whole]))]) {
+    assert.throws(call, (e) => e instanceof MHAError && refused.test(e.message));
+  }
 });
