@@ -227,7 +227,8 @@ class MultiheadAttention {
                        const WeightOptions& options = WeightOptions());
 
   // The same from parsed .safetensors shards (ParseSafetensorsShards): only
-  // the tensors used are read, converted once from F32, F16 or BF16; tensors
+  // the tensors used are read, converted once from F32, F16 or BF16, one at a
+  // time (StartLoad below), into new weights swapped in at the end; tensors
   // of other dtypes elsewhere never stop a load.
   Status LoadSafetensors(const SafetensorsFile& file, const WeightOptions& options = WeightOptions());
 

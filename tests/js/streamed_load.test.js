@@ -152,6 +152,17 @@ for (const build of BUILDS) {
         mha.dispose();
       });
 
+    test('a module disposed mid-stream rejects the load and cancels its stream', async () => {
+      const lib = await loadMHA({ build });
+      const mha = lib.createMultiheadAttention(CONFIG);
+      const state = { cancelled: false };
+      const stream = streamOf(checkpoint(10).whole, { chunk: 256, state,
+        pause: async (at) => { if (at > 2000) mha.dispose(); } });
+      await assert.rejects(mha.loadSafetensors(stream, OPTIONS), (e) => e instanceof MHAError &&
+        e.message === 'loadSafetensors: expected a live module, received one that was disposed');
+      assert.ok(state.cancelled);
+    });
+
     test('truncated, malformed and wrong sources reject naming the shard; the module unchanged',
       async () => {
         const lib = await loadMHA({ build });
