@@ -41,6 +41,17 @@ function readAll(shards) {
   return all;
 }
 
+// A copy of a file whose tensor `name` is said to be of `dtype` (of the same
+// size) in its header.
+function withDtype(file, name, dtype) {
+  const length = Number(new DataView(file.buffer).getBigUint64(0, true));
+  const text = new TextDecoder().decode(file.subarray(8, 8 + length))
+    .replace(`"${name}":{"dtype":"F32"`, `"${name}":{"dtype":"${dtype}"`);
+  const copy = file.slice();
+  copy.set(new TextEncoder().encode(text), 8);
+  return copy;
+}
+
 // A ReadableStream of `bytes` in chunks of `chunk` bytes; `pulled` counts
 // the bytes handed out; `pause` (if given) is awaited before each chunk;
 // `state.cancelled` tells whether the reader cancelled it.
@@ -177,6 +188,9 @@ for (const build of BUILDS) {
           [() => [new Blob([shards[0]]), streamOf(shards[1].subarray(0, 40))],
             /^loadSafetensors: bytes\[1\] \(shard 1\): the file ended inside its \d+-byte header$/],
           [() => [shards[0], new Response(garbage)], /^loadSafetensors: .*shard 1/],
+          // The core's errors on a tensor name its shard too.
+          [() => [shards[0], new Blob([withDtype(shards[1], 'attn.out_proj.bias', 'I32')])],
+            /^loadSafetensors: bytes\[1\] \(shard 1\): .*tensor "attn\.out_proj\.bias" has dtype I32/],
           [() => new ReadableStream({ start(c) { c.enqueue('text'); c.close(); } }),
             /^loadSafetensors: bytes: expected a stream of Uint8Arrays, received the string 'text'$/],
           [() => new Response('missing', { status: 404 }),

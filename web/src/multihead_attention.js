@@ -164,8 +164,8 @@ export class MultiheadAttention {
       // The module may have been disposed during a wait: checkAlive after each.
       const sources = callCore(this.#wasm, name, (heap, result) => this.checkAlive(name)
         .startLoad(load, headers.map((header) => copyHeader(heap, header)), options, result));
-      yield* reading.tensors(this.#wasm, headers, sources, (tensor, ptr) =>
-        callCore(this.#wasm, name, (_, result) =>
+      yield* reading.tensors(this.#wasm, headers, sources, (tensor, ptr, shard) =>
+        callCore(this.#wasm, shard === null ? name : `${name}: ${shard}`, (_, result) =>
           this.checkAlive(name).feedLoad(load, tensor, ptr, result)));
       reading.checkAborted();
       callCore(this.#wasm, name, (_, result) => this.checkAlive(name).finishLoad(load, result));

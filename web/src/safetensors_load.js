@@ -78,8 +78,9 @@ export class CheckpointReading {
 
   // Steps reading the tensors `sources` ([{name, shard, begin, end}] from the
   // core) in file order, each into a heap block of its own that lives while
-  // feed(name, ptr) runs (ptr 0 for an empty one). `headers`: headers()'s
-  // result, for the progress's total.
+  // feed(name, ptr, shard) runs (ptr 0 for an empty one; shard: how errors
+  // name its shard, null for a single file). `headers`: headers()'s result,
+  // for the progress's total.
   *tensors(wasm, headers, sources, feed) {
     const ordered = [...sources].sort((a, b) => a.shard - b.shard || a.begin - b.begin);
     this.total = this.loaded + this.readers.reduce((sum, reader, i) => {
@@ -107,7 +108,7 @@ export class CheckpointReading {
           throw new MHAError(`${this.name}: ${this.shard(shard)}: the file ended before the end ` +
                              `of tensor '${name}' (bytes ${begin} to ${end}): truncated?`);
         }
-        feed(name, ptr);
+        feed(name, ptr, this.readers.length > 1 ? this.shard(shard) : null);
       } finally {
         heap.release();
       }
