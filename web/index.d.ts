@@ -417,8 +417,38 @@ export interface AttentionModuleInfo {
   } | null;
 }
 
-/** One .safetensors file's bytes, or the shards of one checkpoint. */
-export type SafetensorsBytes = Uint8Array | ArrayBuffer | Array<Uint8Array | ArrayBuffer>;
+/**
+ * Where one .safetensors file comes from: its bytes, a Blob or File, a Response (from fetch,
+ * its body not yet read; a status other than 2xx rejects) or a ReadableStream of Uint8Arrays.
+ * Only the header and the tensors used are read: a Blob is sliced, a stream is read up to the
+ * last tensor used and then cancelled.
+ */
+export type SafetensorsSource = Uint8Array | ArrayBuffer | Blob | Response | ReadableStream<Uint8Array>;
+
+/** One .safetensors file, or the shards of one checkpoint (sources of any kinds). */
+export type SafetensorsBytes = SafetensorsSource | SafetensorsSource[];
+
+/** Bytes read so far by a load, and all it will read (headers and the tensors used). */
+export interface LoadProgress {
+  /** Bytes read so far: grows with each call. */
+  loaded: number;
+  /** Bytes the load reads in all; the last call's `loaded`. */
+  total: number;
+}
+
+/** {@link MultiheadAttention.loadSafetensors}'s options. */
+export interface SafetensorsLoadOptions extends WeightOptions {
+  /**
+   * Called as bytes arrive, once every header is read (so `total` is known): `loaded` grows to
+   * `total`. An error it throws rejects the load.
+   */
+  onProgress?: (progress: LoadProgress) => void;
+  /**
+   * Cancels the load: it rejects with an MHAError whose name is 'AbortError' (its cause: the
+   * signal's reason), its sources cancelled, the module unchanged.
+   */
+  signal?: AbortSignal;
+}
 
 /** The options of {@link MultiheadAttention.forward}, nn.MultiheadAttention's (camelCase) and more. */
 export interface ForwardOptions {
@@ -472,9 +502,12 @@ export interface MultiheadAttention {
   loadStateDict(stateDict: StateDict, options?: WeightOptions): Promise<void>;
   /**
    * The same from a .safetensors file or its shards: only the tensors used are read (F32, F16 or
-   * BF16); tensors of other dtypes elsewhere never stop a load.
+   * BF16); tensors of other dtypes elsewhere never stop a load. Each tensor streams into the
+   * new weights as it arrives: the WebAssembly heap peaks at the weights plus one tensor (its
+   * float32 form for F16/BF16), never the whole file. Errors name the shard and the tensor; a
+   * failed or aborted load changes nothing.
    */
-  loadSafetensors(bytes: SafetensorsBytes, options?: WeightOptions): Promise<void>;
+  loadSafetensors(bytes: SafetensorsBytes, options?: SafetensorsLoadOptions): Promise<void>;
   /** Bad input and the core's errors (shapes, the cache) reject with MHAError. */
   forward(query: TensorInput, key: TensorInput | null, value: TensorInput | null,
     options?: ForwardOptions): Promise<ForwardResult>;

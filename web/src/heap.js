@@ -80,9 +80,15 @@ export class Heap {
   // into a fresh heap block; returns its address.
   copyIn(array, byteLength = array.byteLength) {
     const source = sourceBytes(array, byteLength);
+    const ptr = this.reserve(byteLength);
+    heapViews(this.wasm, ptr + byteLength).u8.set(source, ptr);
+    return ptr;
+  }
+
+  // A fresh heap block of `byteLength` bytes, freed with the others.
+  reserve(byteLength) {
     const ptr = allocate(this.wasm, byteLength);
     this.blocks.push(ptr);
-    heapViews(this.wasm, ptr + byteLength).u8.set(source, ptr);
     return ptr;
   }
 

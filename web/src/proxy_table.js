@@ -26,6 +26,7 @@
 // `self.ours`: whether a value is a proxied KVCache of the same worker).
 import * as errors from './errors.js';
 import { checkModuleCacheOptions, checkConfig, parametersOf } from './config.js';
+import { MHAError } from './errors.js';
 import {
   checkReorder, checkResize, checkSavedBytes, checkSelect, checkTruncate,
 } from './kv_cache.js';
@@ -34,6 +35,17 @@ import { checkShards } from './weights.js';
 import {
   checkForward, checkLoadSafetensors, checkLoadStateDict,
 } from './multihead_attention.js';
+
+// The proxy sends a checkpoint as bytes only so far: a Blob, Response or
+// stream, onProgress and signal would need its channel to carry them (they
+// do not clone), so they are refused in the caller's thread.
+function bytesOnly(name, shards, { onProgress, signal } = {}) {
+  if (shards.some((shard) => !(shard instanceof Uint8Array)) || onProgress || signal) {
+    throw new MHAError(`${name}: through the proxy (threaded builds in a page), a checkpoint ` +
+      'goes as bytes (Uint8Array or ArrayBuffer) without onProgress or signal for now; to ' +
+      'stream a Blob, Response or ReadableStream, use the package inside your own Worker');
+  }
+}
 
 // A new cache's getters, from its checked {batchSize, maxLength, dtype, bytes, rolling}.
 const newCache = ({ batchSize, maxLength, dtype, bytes, rolling }) =>
@@ -44,7 +56,8 @@ export const PROXIED = {
     calls: {
       scaledDotProductAttention: (self, q, k, v, options) => checkSdpa(q, k, v, options, self.ours),
       heapInfo: null,
-      listAttentionModules: (self, bytes) => checkShards(bytes, 'listAttentionModules'),
+      listAttentionModules: (self, bytes) =>
+        bytesOnly('listAttentionModules', checkShards(bytes, 'listAttentionModules')),
     },
     sends: {},
     creates: {
@@ -65,7 +78,10 @@ export const PROXIED = {
       // Bare Float32Arrays are checked against the module's parameters.
       loadStateDict: (self, stateDict, options) =>
         checkLoadStateDict(stateDict, options, self.state.parameters),
-      loadSafetensors: (self, bytes, options) => checkLoadSafetensors(bytes, options),
+      loadSafetensors: (self, bytes, options) => {
+        const { shards, read } = checkLoadSafetensors(bytes, options);
+        bytesOnly('loadSafetensors', shards, read);
+      },
       forward: (self, q, k, v, options) => checkForward(q, k, v, options, self.ours),
     },
     sends: {

@@ -173,9 +173,3 @@ export function checkParameter(value, name, expectedShape) {
   }
   return checkTensor(value, name);
 }
-
-export function checkBytes(bytes, name) {
-  if (bytes instanceof ArrayBuffer) return new Uint8Array(bytes);
-  if (bytes instanceof Uint8Array) return bytes;
-  throw new MHAError(`${name}: expected a Uint8Array or an ArrayBuffer, received ${describe(bytes)}`);
-}
