@@ -56,8 +56,11 @@ export const PROXIED = {
     calls: {
       scaledDotProductAttention: (self, q, k, v, options) => checkSdpa(q, k, v, options, self.ours),
       heapInfo: null,
-      listAttentionModules: (self, bytes) =>
-        bytesOnly('listAttentionModules', checkShards(bytes, 'listAttentionModules')),
+      listAttentionModules: (self, bytes) => {
+        const shards = checkShards(bytes, 'listAttentionModules');
+        bytesOnly('listAttentionModules', shards);
+        return shards;
+      },
     },
     sends: {},
     creates: {
@@ -79,8 +82,9 @@ export const PROXIED = {
       loadStateDict: (self, stateDict, options) =>
         checkLoadStateDict(stateDict, options, self.state.parameters),
       loadSafetensors: (self, bytes, options) => {
-        const { shards, read } = checkLoadSafetensors(bytes, options);
-        bytesOnly('loadSafetensors', shards, read);
+        const checked = checkLoadSafetensors(bytes, options);
+        bytesOnly('loadSafetensors', checked.shards, checked.read);
+        return checked;
       },
       forward: (self, q, k, v, options) => checkForward(q, k, v, options, self.ours),
     },
