@@ -61,7 +61,7 @@ describe('npm pack tarball in an empty project', () => {
 
   test('what a browser loads names no Node module (only the node condition\'s files do)', () => {
     const installed = join(project, 'node_modules', 'mha-wasm');
-    const nodeOnly = ['web/src/index.js', 'web/src/env_node.js'];
+    const nodeOnly = ['web/src/index.js', 'web/src/env_node.js', 'web/src/proxy_worker_node.js'];
     const browserFiles = [
       ...readdirSync(join(installed, 'web/src')).map((f) => `web/src/${f}`).filter((f) => !nodeOnly.includes(f)),
       ...readdirSync(join(installed, 'dist')).filter((f) => /\.m?js$/.test(f)).map((f) => `dist/${f}`),

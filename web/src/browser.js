@@ -26,7 +26,7 @@ export async function loadMHA(options) {
   const o = checkLoadOptions(options);
   return loadOnce(o, async () => {
     const files = env.fileUrls(o.wasmPaths);
-    const lib = useProxy(o.proxy) ? await startProxy(o, files) : await loadInThread(o, env, files);
+    const lib = useProxy(o.proxy) ? await startProxy(o, files, env) : await loadInThread(o, env, files);
     warnIfThreadsOff(lib.info, o);
     return lib;
   });
