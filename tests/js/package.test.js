@@ -98,6 +98,11 @@ describe('npm pack tarball in an empty project', () => {
     assert.match(stdout, /\[ 5, 1, 8 \] \[ 1, 5, 5 \]/);
   });
 
+  test("docs/getting-started.md's node_proxy.mjs runs from the installed package (proxy: true in Node)", () => {
+    writeFileSync(join(project, 'node_proxy.mjs'), docBlock('// node_proxy.mjs'));
+    assert.equal(run('node', ['node_proxy.mjs'], project), 'true\n[ 2048, 1, 64 ]\ntrue\n');
+  });
+
   test('docs/models.md: a model saved with the three lines of Python, one layer loaded in JS, matches PyTorch',
     { skip: !hasTorch() && 'no torch' }, async () => {
       // A BERT-style model of four layers (the generator's module), the guide's
