@@ -57,7 +57,8 @@ export interface LoadOptions {
   build?: BuildName;
   /**
    * 'auto' (default): on a page's main thread the engine runs in a Worker of the package's own;
-   * in Node and inside workers, in the calling thread. true needs Web Workers (not Node).
+   * in Node and inside workers, in the calling thread. true: in the package's own Worker
+   * anywhere (a worker_threads worker in Node), so that the calling thread runs on during a call.
    */
   proxy?: 'auto' | boolean;
   /**
@@ -492,7 +493,10 @@ export interface MultiheadAttention {
    * the config); a disposed module's throws MHAError.
    */
   readonly parameters: ParameterSpec[];
-  /** Bytes its weights take in their dtype (0 before a load). */
+  /**
+   * Bytes its weights take in their dtype (0 before a load). Through the proxy, as of the last
+   * load that has settled (await it before reading this).
+   */
   readonly memory: number;
   /**
    * Loads the module under options.prefix, in any layout. Resolves once loaded (await it); bad

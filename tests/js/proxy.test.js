@@ -1,10 +1,11 @@
-// The proxy (web/src/proxy_client.js and proxy_worker.js, the code a page runs) in Node: the
-// client on this thread, its worker in a worker thread with the real engine
-// (helpers/proxy_node_worker.js), as on a cross-origin isolated page (arrays staged in shared
-// memory). What it sends and what it answers, against the same calls in the calling thread.
+// The proxy (web/src/proxy_client.js and proxy_worker.js, the code a page runs) in Node, as
+// loadMHA({ proxy: true }) runs it there: the client on this thread, its worker in a worker thread
+// (proxy_worker_node.js), here as on a cross-origin isolated page (arrays staged in shared
+// memory). What it sends and what it answers, against the same calls in the calling thread; its
+// races, with delays injected; a timer that runs during a long forward.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { Worker as NodeWorker } from 'node:worker_threads';
+import * as nodeEnv from '../../web/src/env_node.js';
 import { MHAError, loadMHA } from '../../web/src/index.js';
 import { startProxy } from '../../web/src/proxy_client.js';
 import { errorFields, errorFrom } from '../../web/src/proxy_table.js';
@@ -19,13 +20,7 @@ const bytesOf = (message) => (message.staged ? message.staged.views.reduce((sum,
   sum + length * globalThis[type].BYTES_PER_ELEMENT, 0) : 0) +
   (message.arrays ?? []).reduce((sum, array) => sum + array.byteLength, 0);
 
-// The in-thread library first: Emscripten's glue sets globalThis.Worker to Node's own.
 const inThread = await loadMHA();
-
-// While set (a seed), the workers started wait at random: each message, both ways, arrives 0-2 ms
-// late (in the order sent, as postMessage keeps it), and the worker thread sleeps 0-2 ms before
-// it takes one (helpers/proxy_node_worker.js), so each side runs on meanwhile.
-let delaySeed = null;
 
 // Runs `deliver`s one after another, each 0-2 ms after the last (`random`), or at once.
 function inOrder(random) {
@@ -36,29 +31,40 @@ function inOrder(random) {
   };
 }
 
-// The Web Worker API over a Node worker thread running the proxy's worker.
-globalThis.Worker = class {
-  constructor() {
-    this.thread = new NodeWorker(new URL('./helpers/proxy_node_worker.js', import.meta.url),
-      { workerData: { delaySeed } });
-    const delayed = (offset) => inOrder(delaySeed === null ? null : lcg(delaySeed + offset));
-    this.toWorker = delayed(1);
-    const toClient = delayed(2);
-    this.thread.on('message', (data) => toClient(() => this.onmessage({ data })));
-    this.thread.on('error', ({ message }) => toClient(() => this.onerror({ message, preventDefault() {} })));
+// Node's worker (env_node.js's) as the client sees it, watched: what each message to it carries
+// (`sent`) and, with a `seed`, delays: each message, both ways, arrives 0-2 ms late at random (in
+// the order sent, as postMessage keeps it), so that each side runs on meanwhile.
+class Watched {
+  constructor(worker, seed) {
+    this.worker = worker;
+    this.toWorker = inOrder(seed === null ? null : lcg(seed));
+    const toClient = inOrder(seed === null ? null : lcg(seed + 1));
+    for (const handler of ['onmessage', 'onerror', 'onmessageerror']) {
+      worker[handler] = (event) => toClient(() => this[handler](event));
+    }
   }
 
   postMessage(message, transfer) {
     sent.push({ method: message.method, bytes: bytesOf(message) });
     // Cloned now, as postMessage does (it throws here for what cannot be cloned).
     const copy = structuredClone(message, { transfer });
-    this.toWorker(() => this.thread.postMessage(copy, transfer));
+    this.toWorker(() => this.worker.postMessage(copy, transfer));
   }
 
   terminate() {
-    this.thread.terminate();
+    this.worker.terminate();
   }
-};
+}
+
+// Node's environment with the worker watched; with a `seed`, delays injected both ways and in the
+// worker thread, which then runs helpers/proxy_slow_worker.js (it sleeps 0-2 ms at random before
+// it takes each message).
+const SLOW_WORKER = new URL('./helpers/proxy_slow_worker.js', import.meta.url).href;
+const watchedEnv = (seed = null) => ({
+  ...nodeEnv,
+  startWorker: (script) =>
+    new Watched(nodeEnv.startWorker(seed === null ? script : { ...script, url: SLOW_WORKER }), seed),
+});
 
 const E = 16;
 const CONFIG = { embedDim: E, numHeads: 2 };
@@ -70,8 +76,8 @@ const WEIGHTS = {
 const under = (prefix) => Object.fromEntries(Object.entries(WEIGHTS).map(([key, value]) => [prefix + key, value]));
 const QUERY = { data: filled(3 * E, 5), shape: [3, 1, E] };
 
-const FILES = { proxyWorker: new URL('./helpers/proxy_node_worker.js', import.meta.url).href };
-const proxied = await startProxy({}, FILES);
+const FILES = nodeEnv.proxyFiles();
+const proxied = await startProxy({}, FILES, watchedEnv());
 after(() => proxied.terminate());
 
 async function outcome(promise) {
@@ -248,9 +254,7 @@ async function randomSession(lib, seed) {
 }
 
 test('random calls with delays injected both ways and in the worker: each result and getter as in-thread', async () => {
-  delaySeed = 31;
-  const slowed = await startProxy({}, FILES);
-  delaySeed = null;
+  const slowed = await startProxy({}, FILES, watchedEnv(31));
   try {
     for (const seed of [1, 2, 3]) {
       const here = await randomSession(inThread, seed);
@@ -264,8 +268,7 @@ test('random calls with delays injected both ways and in the worker: each result
 });
 
 test('a worker ended at random points, with delays injected: the calls pending reject with an MHAError, later ones work', async () => {
-  delaySeed = 41;
-  const slowed = await startProxy({}, FILES);
+  const slowed = await startProxy({}, FILES, watchedEnv(41));
   const random = lcg(43);
   try {
     for (let round = 0; round < 10; round++) {
@@ -285,7 +288,94 @@ test('a worker ended at random points, with delays injected: the calls pending r
       again.dispose();
     }
   } finally {
-    delaySeed = null;
     slowed.terminate();
   }
+});
+
+test('after lib.dispose(), calls on what it made reject (getters throw) as in-thread: disposed with its library', async () => {
+  const after = [];
+  for (const lib of [await loadMHA({ threads: 1 }), await startProxy({ threads: 1 }, FILES, watchedEnv())]) {
+    const mha = lib.createMultiheadAttention(CONFIG);
+    await mha.loadStateDict(WEIGHTS);
+    const cache = mha.createKVCache({ batchSize: 1, maxLength: 8 });
+    await mha.forward(QUERY, QUERY, QUERY, { cache });
+    const pending = lib.info.proxy && mha.forward(QUERY, QUERY, QUERY);
+    lib.dispose();
+    if (pending) {
+      await assert.rejects(pending, (error) => error instanceof MHAError &&
+        /^mha-wasm: the library was disposed \(lib\.dispose\(\)\) before the call finished/.test(error.message));
+    }
+    const thrown = (read) => {
+      try {
+        return { value: read() };
+      } catch (error) {
+        return { error: `${error.constructor.name}: ${error.message}` };
+      }
+    };
+    after.push([
+      await outcome(mha.forward(QUERY, QUERY, QUERY)), await outcome(mha.loadStateDict(WEIGHTS)),
+      await outcome(cache.truncate(0)), await outcome(cache.clone()), await outcome(lib.heapInfo()),
+      thrown(() => mha.memory), thrown(() => cache.length),
+      thrown(() => mha.createKVCache({ batchSize: 1, maxLength: 8 })),
+      thrown(() => lib.createMultiheadAttention(CONFIG)),
+    ]);
+  }
+  assert.deepEqual(after[1], after[0]);
+  assert.match(after[0][0].error.message,
+    /^forward: expected a live module, received one that was disposed with its library$/);
+  assert.match(after[0][2].error.message,
+    /^truncate: expected a live KVCache, received one that was disposed with its library$/);
+});
+
+test('mha.memory once each load has settled: as in-thread (loaded, a failed load, another weights dtype, a checkpoint)', async () => {
+  const shapes = { in_proj_weight: [3 * E, E], in_proj_bias: [3 * E], 'out_proj.weight': [E, E], 'out_proj.bias': [E] };
+  const bytes = writeSafetensors(Object.fromEntries(Object.entries(WEIGHTS).map(([key, data]) => [key, { shape: shapes[key], data }])));
+  const seen = [];
+  for (const lib of [inThread, proxied]) {
+    const memory = [];
+    for (const weightsDtype of ['float32', 'bfloat16', 'int8']) {
+      const mha = lib.createMultiheadAttention({ ...CONFIG, weightsDtype });
+      memory.push(mha.memory);
+      await mha.loadStateDict(WEIGHTS);
+      memory.push(mha.memory);
+      await mha.loadStateDict({ ...WEIGHTS, in_proj_bias: filled(5, 0) }).catch(() => {});
+      memory.push(mha.memory);
+      await mha.loadSafetensors(bytes);
+      memory.push(mha.memory);
+      mha.dispose();
+    }
+    seen.push(memory);
+  }
+  assert.ok(seen[0][1] > 0, JSON.stringify(seen[0]));
+  assert.deepEqual(seen[1], seen[0]);
+});
+
+test("loadMHA({ proxy: true }) in Node: the event loop runs during a long forward (a 5 ms timer ticks), which in-thread blocks it", async (t) => {
+  const lib = await loadMHA({ proxy: true });
+  assert.equal(lib.info.proxy, true);
+  const E2 = 64;
+  const weights = {
+    in_proj_weight: filled(3 * E2 * E2, 1), in_proj_bias: filled(3 * E2, 2),
+    'out_proj.weight': filled(E2 * E2, 3), 'out_proj.bias': filled(E2, 4),
+  };
+  const x = { data: filled(2048 * E2, 5), shape: [2048, 1, E2] };
+  const ticksDuring = async (library) => {
+    const mha = library.createMultiheadAttention({ embedDim: E2, numHeads: 4 });
+    await mha.loadStateDict(weights);
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 5);
+    const start = performance.now();
+    const { output } = await mha.forward(x, x, x, { needWeights: false });
+    const ms = performance.now() - start;
+    clearInterval(timer);
+    mha.dispose();
+    return { ticks, ms, output: output.data };
+  };
+  const here = await ticksDuring(inThread);
+  const there = await ticksDuring(lib);
+  lib.dispose();
+  t.diagnostic(`in-thread: ${here.ticks} ticks in ${here.ms.toFixed(0)} ms; proxy: ${there.ticks} ticks in ${there.ms.toFixed(0)} ms`);
+  assert.equal(here.ticks, 0);
+  assert.ok(there.ticks >= 2, `${there.ticks} ticks in ${there.ms.toFixed(0)} ms`);
+  assert.deepEqual(there.output, here.output);
 });

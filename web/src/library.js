@@ -193,7 +193,7 @@ export class MHALibrary {
   dispose() {
     if (this.#wasm === null) return;
     forget(this);
-    for (const life of [...livesOf(this.#wasm)]) life.end();
+    for (const life of [...livesOf(this.#wasm)]) life.end(true);
     // The Workers themselves, not Emscripten's terminateAllThreads(), which first frees each
     // running thread's stack in the heap while that thread may still be starting on it.
     const pool = this.#wasm.PThread;

@@ -1,5 +1,6 @@
-// The page's side of the proxy: the same API as the in-thread library, run by the package's own
-// Worker (proxy_worker.js) so that the page never blocks. Classes and methods come from
+// The caller's side of the proxy: the same API as the in-thread library, run by the package's own
+// Worker (proxy_worker.js; in Node a thread's, proxy_worker_node.js) so that the page's
+// main thread, or Node's event loop, never blocks. Classes and methods come from
 // proxy_table.js. Arguments are copied to the worker (only what the call uses: the table's `send`),
 // results come back transferred; either way the caller owns them. A worker that dies rejects every
 // pending call with an MHAError; the library's next call starts a new one (objects made in the old
@@ -19,7 +20,6 @@ import { Lifetime } from './lifetime.js';
 import { forget } from './load_once.js';
 import { returnPromises } from './promise_methods.js';
 import { shapeKey } from './validate.js';
-import { workerScript, workerStartFailure } from './env_browser.js';
 
 // Staging buffers are at least this size, a power of two, so that one serves many calls.
 const MIN_STAGING_BYTES = 1 << 16;
@@ -115,31 +115,34 @@ function encode(value, objects, path, arrays) {
 
 // One worker and the calls pending in it, each named by an id (a Map key: ids stay exact far
 // beyond any session's calls). The worker answers them one at a time in the order sent.
-// `script`: how the worker starts (env_browser.js's workerScript).
+// `script`: how the worker starts (`env`'s workerScript; env_browser.js or env_node.js, whose
+// startWorker starts it).
 export class Connection {
-  constructor(options, files, script) {
+  constructor(options, files, script, env) {
     this.pending = new Map();   // id -> { resolve, reject, objects, staging }
+    this.lives = new Set();     // the lifetimes of the objects made in its worker
     this.arrays = new ArraySender();
     this.nextId = 1;
     this.nextHandle = 1;
     this.dead = null;           // the MHAError once the worker is gone
     this.started = false;       // whether the worker has said anything (so its script ran)
     this.loaded = new Promise((resolve, reject) => { this.settleLoad = { resolve, reject }; });
-    const lock = globalThis.navigator?.locks ? `mha-wasm-proxy-${Math.random().toString(36).slice(2)}` : null;
+    const lock = env.endsUnheard && globalThis.navigator?.locks ?
+      `mha-wasm-proxy-${Math.random().toString(36).slice(2)}` : null;
     this.loaded.then(() => {
       if (lock && !this.dead) navigator.locks.request(lock, () => this.die('it was terminated'));
     }, () => {});
-    this.worker = this.startWorker(script);
+    this.worker = this.startWorker(script, env);
     this.worker?.postMessage({ op: 'load', options: { threads: options.threads, build: options.build }, files, lock });
   }
 
   // The worker, started from `script`; null, and this connection dead, if it could not start.
-  startWorker(script) {
+  startWorker(script, env) {
     const notStarted = (detail) => this.die(new MHAError("mha-wasm: the engine's worker did not start: " +
-                                                         `${workerStartFailure(script)} (${detail})`));
+                                                         `${env.workerStartFailure(script)} (${detail})`));
     let worker;
     try {
-      worker = new Worker(script.url, { type: 'module' });
+      worker = env.startWorker(script);
     } catch (error) {
       notStarted(error.message);
       return null;
@@ -232,7 +235,7 @@ class ProxiedObject {
     this.creationError = null;  // the error that kept the worker from creating it
     // A disposable one is released in the worker by dispose(), or once collected.
     if (PROXIED[type].disposable) {
-      this.life = new Lifetime(this, PROXIED[type].noun, { connection, handle }, release);
+      this.life = new Lifetime(this, PROXIED[type].noun, { connection, handle }, release, connection.lives);
     }
     // checkCache's `ours`: a KVCache of the same worker.
     this.ours = (cache) => cache instanceof ProxiedObject && cache.type === 'KVCache' &&
@@ -329,10 +332,10 @@ const CLIENT_CLASSES = Object.fromEntries(Object.keys(PROXIED).map((type) => [ty
 // The library: handle 0 of its connection, which is replaced after the
 // worker dies.
 class ProxiedLibrary extends CLIENT_CLASSES.MHALibrary {
-  constructor(connection, info, options, files, script) {
+  constructor(connection, info, options, files, script, env) {
     super(connection, 0, 'MHALibrary');
     this.info = Object.freeze({ ...info, proxy: true });
-    this.restart = () => new Connection(options, files, script);
+    this.restart = () => new Connection(options, files, script, env);
     this.disposed = false;
   }
 
@@ -344,12 +347,15 @@ class ProxiedLibrary extends CLIENT_CLASSES.MHALibrary {
     super.checkAlive(method);
   }
 
-  // Ends the worker for good (its threads and memory with it); loadMHA() then loads afresh.
+  // Ends the worker for good (its threads and memory with it) and disposes what was made there,
+  // as in-thread; loadMHA() then loads afresh.
   dispose() {
     if (this.disposed) return;
     this.disposed = true;
     forget(this);
-    this.connection.die('lib.dispose() was called');
+    this.connection.die(new MHAError('mha-wasm: the library was disposed (lib.dispose()) before ' +
+                                     'the call finished; its modules and caches were disposed with it'));
+    for (const life of [...this.connection.lives]) life.end(true);
   }
 
   // Ends the worker now, even mid-forward (WASM cannot be interrupted
@@ -359,10 +365,11 @@ class ProxiedLibrary extends CLIENT_CLASSES.MHALibrary {
   }
 }
 
-// Starts the worker and loads the engine there; resolves to the library.
-export async function startProxy(options, files) {
-  const script = await workerScript(files.proxyWorker);
-  const connection = new Connection(options, files, script);
+// Starts the worker (`env`: env_browser.js on a page, env_node.js in Node) and loads the engine
+// there; resolves to the library.
+export async function startProxy(options, files, env) {
+  const script = await env.workerScript(files.proxyWorker);
+  const connection = new Connection(options, files, script, env);
   const info = await connection.loaded;
-  return new ProxiedLibrary(connection, info, options, files, script);
+  return new ProxiedLibrary(connection, info, options, files, script, env);
 }

@@ -163,10 +163,12 @@ export function serveWorker(port, { load, answer, transfer }) {
 }
 
 // Answers the client's messages on `port` with the engine loaded by `env` (env_browser.js in the
-// package's worker; tests run it in a Node worker thread with env_node.js).
-export function serveEngine(port, env) {
+// package's worker, env_node.js in Node's: proxy_worker_node.js) from `files`, or where null, the
+// load message's (a page's worker loads the files its page names).
+export function serveEngine(port, env, files = null) {
   serveWorker(port, {
-    load: (message) => load(message, env).catch((error) => ({ op: 'failed', error: errorFields(error) })),
+    load: (message) => load({ ...message, files: files ?? message.files }, env)
+      .catch((error) => ({ op: 'failed', error: errorFields(error) })),
     answer,
     transfer: (reply) => buffersIn(reply.value),
   });
