@@ -74,23 +74,6 @@ Shape ShapeFrom(const val& dims) {
   return shape;
 }
 
-val ShapeToJS(const Shape& shape) {
-  val dims = val::array();
-  for (int64_t dim : shape) dims.call<void>("push", static_cast<double>(dim));
-  return dims;
-}
-
-val SpecsToJS(const std::vector<ParameterSpec>& specs) {
-  val list = val::array();
-  for (const ParameterSpec& spec : specs) {
-    val entry = val::object();
-    entry.set("name", spec.name);
-    entry.set("shape", ShapeToJS(spec.shape));
-    list.call<void>("push", entry);
-  }
-  return list;
-}
-
 // A state_dict entry's {ptr, shape}.
 TensorView TensorFrom(const val& tensor) {
   return TensorView{reinterpret_cast<const float*>(tensor["ptr"].as<uintptr_t>()),
@@ -356,9 +339,6 @@ class MultiheadAttentionBinding {
                                               static_cast<size_t>(size), &out.cache_));
   }
 
-  // [{name, shape}] in state_dict order: JS computes them from the config
-  // (web/src/config.js); tests/js/config.test.js compares the two.
-  val parameters() const { return SpecsToJS(module_->Parameters()); }
   double memory() const { return static_cast<double>(module_->memory()); }
 
   // entries: [{name, ptr, shape}]; ptr 0 for tensors JS did not copy (those
@@ -486,7 +466,6 @@ EMSCRIPTEN_BINDINGS(mha) {
   emscripten::class_<MultiheadAttentionBinding>("MultiheadAttention")
       .constructor<>()
       .function("create", &MultiheadAttentionBinding::create)
-      .function("parameters", &MultiheadAttentionBinding::parameters)
       .function("memory", &MultiheadAttentionBinding::memory)
       .function("loadStateDict", &MultiheadAttentionBinding::loadStateDict)
       .function("startLoad", &MultiheadAttentionBinding::startLoad)
