@@ -596,7 +596,10 @@ export interface MHALibrary {
   createMultiheadAttention(config: MultiheadAttentionConfig & { window: Window }):
     MultiheadAttention<true>;
   /** Made without a window (or with null): its caches are not rolling. */
-  createMultiheadAttention(config: MultiheadAttentionConfig): MultiheadAttention<false>;
+  createMultiheadAttention(config: MultiheadAttentionConfig & { window?: null }):
+    MultiheadAttention<false>;
+  /** A config whose window is known at run time only (a variable of this type). */
+  createMultiheadAttention(config: MultiheadAttentionConfig): MultiheadAttention;
   /**
    * PyTorch's torch.nn.functional.scaled_dot_product_attention: query (B, H, L, E), key
    * (B, Hkv, S, E), value (B, Hkv, S, Ev), or without the batch dimension; resolves to

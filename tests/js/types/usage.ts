@@ -3,7 +3,7 @@
 import { loadMHA, MHAError } from 'mha-wasm';
 import type {
   AttentionModuleInfo, DimsTensor, ForwardResult, KVCache, MHALibrary, Mask, ModuleKVCache,
-  SdpaKVCache, Tensor,
+  MultiheadAttentionConfig, SdpaKVCache, Tensor,
 } from 'mha-wasm';
 
 export async function usage(): Promise<number> {
@@ -59,6 +59,9 @@ export async function usage(): Promise<number> {
   const windowed = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, window: 4 });
   const rolling: boolean = windowed.createKVCache({ batchSize: 1, maxLength: 8, rolling: true }).rolling;
   gqa.createKVCache({ batchSize: 1, maxLength: 8, rolling: false });
+  // A config known at run time only may have a window: its module may make rolling caches.
+  const fromFile: MultiheadAttentionConfig = { embedDim: 8, numHeads: 2, window: config.sliding_window };
+  lib.createMultiheadAttention(fromFile).createKVCache({ batchSize: 1, maxLength: 8, rolling: true });
   await gqa.forward(x, x, x, { cache, positions: Int32Array.of(3, 4) });
   const c2: SdpaKVCache = lib.createKVCache({ batchSize: 1, numKVHeads: 1, headDim: 4, maxLength: 8,
     dtype: 'bfloat16' });
