@@ -324,6 +324,11 @@ class KVCacheBinding {
 // A frame call's cache: a KVCacheBinding or null.
 KVCache* CacheFrom(KVCacheBinding* cache) { return cache ? cache->cache_.get() : nullptr; }
 
+// A streamed .safetensors load, held by JS between its steps.
+struct SafetensorsLoadBinding {
+  MultiheadAttention::StreamedLoad load;
+};
+
 class MultiheadAttentionBinding {
  public:
   // config: the core's field names; JS fills defaults and checks types.
@@ -402,16 +407,18 @@ class MultiheadAttentionBinding {
     return result.Record(module_->LoadStateDict(tensors, o));
   }
 
-  // The first of two steps of a .safetensors load: from the shards' headers,
-  // the tensors a load reads, [{name, shard, begin, end}] (byte offsets in
-  // that file), after every check on names and shapes.
-  int weightSources(const val& shards, const val& options, CallResult& result) {
+  // A .safetensors load, streamed (MultiheadAttention::StartLoad): from the
+  // shards' headers, the tensors it reads, [{name, shard, begin, end}] (byte
+  // offsets in that file), after every check on names and shapes; the new
+  // weights are allocated. The headers may be freed afterwards.
+  int startLoad(SafetensorsLoadBinding& load, const val& shards, const val& options,
+                CallResult& result) const {
     SafetensorsFile file;
     WeightOptions o;
     std::vector<std::string> names;
     Status status = ParseShards(shards, &file);
     if (status.ok()) status = WeightOptionsFrom(options, &o);
-    if (status.ok()) status = module_->WeightSources(TensorShapes(file), o, &names);
+    if (status.ok()) status = module_->StartLoad(file, o, &load.load, &names);
     if (!status.ok()) return result.Record(status);
     result.value = val::array();
     for (const std::string& name : names) {
@@ -426,22 +433,16 @@ class MultiheadAttentionBinding {
     return result.Record(status);
   }
 
-  // The second: the same headers, and tensors [{name, ptr}] holding the bytes
-  // of those sources.
-  int loadSafetensors(const val& shards, const val& options, const val& tensors,
-                      CallResult& result) {
-    SafetensorsFile file;
-    WeightOptions o;
-    Status status = ParseShards(shards, &file);
-    if (status.ok()) status = WeightOptionsFrom(options, &o);
-    if (!status.ok()) return result.Record(status);
-    const int length = tensors["length"].as<int>();
-    for (int i = 0; i < length; ++i) {
-      auto entry = file.tensors.find(tensors[i]["name"].as<std::string>());
-      if (entry == file.tensors.end()) continue;
-      entry->second.data = reinterpret_cast<const uint8_t*>(tensors[i]["ptr"].as<uintptr_t>());
-    }
-    return result.Record(module_->LoadSafetensors(file, o));
+  // Then each of those tensors: its bytes at `ptr` (read during the call only).
+  int feedLoad(SafetensorsLoadBinding& load, const std::string& name, uintptr_t ptr,
+               CallResult& result) const {
+    return result.Record(
+        module_->FeedLoad(&load.load, name, reinterpret_cast<const uint8_t*>(ptr)));
+  }
+
+  // Once every one is fed: the new weights replace the module's.
+  int finishLoad(SafetensorsLoadBinding& load, CallResult& result) {
+    return result.Record(module_->FinishLoad(&load.load));
   }
 
   // A frame of query, key, value (absent: attend the cache only),
@@ -522,11 +523,13 @@ EMSCRIPTEN_BINDINGS(mha) {
       .function("parameters", &MultiheadAttentionBinding::parameters)
       .function("memory", &MultiheadAttentionBinding::memory)
       .function("loadStateDict", &MultiheadAttentionBinding::loadStateDict)
-      .function("weightSources", &MultiheadAttentionBinding::weightSources)
-      .function("loadSafetensors", &MultiheadAttentionBinding::loadSafetensors)
+      .function("startLoad", &MultiheadAttentionBinding::startLoad)
+      .function("feedLoad", &MultiheadAttentionBinding::feedLoad)
+      .function("finishLoad", &MultiheadAttentionBinding::finishLoad)
       .function("createKVCache", &MultiheadAttentionBinding::createKVCache)
       .function("loadKVCache", &MultiheadAttentionBinding::loadKVCache)
       .function("forward", &MultiheadAttentionBinding::forward, emscripten::allow_raw_pointers());
+  emscripten::class_<SafetensorsLoadBinding>("SafetensorsLoad").constructor<>();
   emscripten::class_<KVCacheBinding>("KVCache")
       .constructor<>()
       .function("createFree", &KVCacheBinding::createFree)

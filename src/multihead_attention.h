@@ -227,7 +227,8 @@ class MultiheadAttention {
                        const WeightOptions& options = WeightOptions());
 
   // The same from parsed .safetensors shards (ParseSafetensorsShards): only
-  // the tensors used are read, converted once from F32, F16 or BF16; tensors
+  // the tensors used are read, converted once from F32, F16 or BF16, one at a
+  // time (StartLoad below), into new weights swapped in at the end; tensors
   // of other dtypes elsewhere never stop a load.
   Status LoadSafetensors(const SafetensorsFile& file, const WeightOptions& options = WeightOptions());
 
@@ -239,6 +240,30 @@ class MultiheadAttention {
   // check it makes on names and shapes (so a caller can fetch only those).
   Status WeightSources(const ShapeMap& tensors, const WeightOptions& options,
                        std::vector<std::string>* names) const;
+
+  // A .safetensors load fed one tensor at a time, so that a caller streaming
+  // the file holds one tensor besides the weights (docs/design.md, "Loading
+  // large checkpoints in a page"). StartLoad plans it from the shards'
+  // headers (their data may be null), allocates the new weights and names
+  // the tensors to feed; FeedLoad takes one of them, its bytes as stored
+  // (read during the call only), converts it and stores the parameters it
+  // completes into the new weights; FinishLoad, once every one is fed, swaps
+  // them in. All or nothing: the module is unchanged until FinishLoad
+  // succeeds; after an error, drop the load.
+  class StreamedLoad {
+   public:
+    StreamedLoad();
+    ~StreamedLoad();
+
+   private:
+    friend class MultiheadAttention;
+    struct State;
+    std::unique_ptr<State> state_;
+  };
+  Status StartLoad(const SafetensorsFile& file, const WeightOptions& options, StreamedLoad* out,
+                   std::vector<std::string>* names) const;
+  Status FeedLoad(StreamedLoad* load, const std::string& name, const uint8_t* data) const;
+  Status FinishLoad(StreamedLoad* load);
 
   // A cache of this module's key/value heads and head dims for batches of
   // batch_size, holding up to max_length keys; all its memory is allocated

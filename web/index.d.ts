@@ -57,7 +57,8 @@ export interface LoadOptions {
   build?: BuildName;
   /**
    * 'auto' (default): on a page's main thread the engine runs in a Worker of the package's own;
-   * in Node and inside workers, in the calling thread. true needs Web Workers (not Node).
+   * in Node and inside workers, in the calling thread. true: in the package's own Worker
+   * anywhere (a worker_threads worker in Node), so that the calling thread runs on during a call.
    */
   proxy?: 'auto' | boolean;
   /**
@@ -445,8 +446,38 @@ export interface AttentionModuleInfo {
   } | null;
 }
 
-/** One .safetensors file's bytes, or the shards of one checkpoint. */
-export type SafetensorsBytes = Uint8Array | ArrayBuffer | Array<Uint8Array | ArrayBuffer>;
+/**
+ * Where one .safetensors file comes from: its bytes, a Blob or File, a Response (from fetch,
+ * its body not yet read; a status other than 2xx rejects) or a ReadableStream of Uint8Arrays.
+ * Only the header and the tensors used are read: a Blob is sliced, a stream is read up to the
+ * last tensor used and then cancelled.
+ */
+export type SafetensorsSource = Uint8Array | ArrayBuffer | Blob | Response | ReadableStream<Uint8Array>;
+
+/** One .safetensors file, or the shards of one checkpoint (sources of any kinds). */
+export type SafetensorsBytes = SafetensorsSource | SafetensorsSource[];
+
+/** Bytes read so far by a load, and all it will read (headers and the tensors used). */
+export interface LoadProgress {
+  /** Bytes read so far: grows with each call. */
+  loaded: number;
+  /** Bytes the load reads in all; the last call's `loaded`. */
+  total: number;
+}
+
+/** {@link MultiheadAttention.loadSafetensors}'s options. */
+export interface SafetensorsLoadOptions extends WeightOptions {
+  /**
+   * Called as bytes arrive, once every header is read (so `total` is known): `loaded` grows to
+   * `total`. An error it throws rejects the load.
+   */
+  onProgress?: (progress: LoadProgress) => void;
+  /**
+   * Cancels the load: it rejects with an MHAError whose name is 'AbortError' (its cause: the
+   * signal's reason), its sources cancelled, the module unchanged.
+   */
+  signal?: AbortSignal;
+}
 
 /** The options of {@link MultiheadAttention.forward}, nn.MultiheadAttention's (camelCase) and more. */
 export interface ForwardOptions {
@@ -510,7 +541,10 @@ export interface MultiheadAttention<Windowed extends boolean = boolean> {
    * the config); a disposed module's throws MHAError.
    */
   readonly parameters: ParameterSpec[];
-  /** Bytes its weights take in their dtype (0 before a load). */
+  /**
+   * Bytes its weights take in their dtype (0 before a load). Through the proxy, as of the last
+   * load that has settled (await it before reading this).
+   */
   readonly memory: number;
   /**
    * Loads the module under options.prefix, in any layout. Resolves once loaded (await it); bad
@@ -520,9 +554,12 @@ export interface MultiheadAttention<Windowed extends boolean = boolean> {
   loadStateDict(stateDict: StateDict, options?: WeightOptions): Promise<void>;
   /**
    * The same from a .safetensors file or its shards: only the tensors used are read (F32, F16 or
-   * BF16); tensors of other dtypes elsewhere never stop a load.
+   * BF16); tensors of other dtypes elsewhere never stop a load. Each tensor streams into the
+   * new weights as it arrives: the WebAssembly heap peaks at the weights plus one tensor (its
+   * float32 form for F16/BF16), never the whole file. Errors name the shard and the tensor; a
+   * failed or aborted load changes nothing.
    */
-  loadSafetensors(bytes: SafetensorsBytes, options?: WeightOptions): Promise<void>;
+  loadSafetensors(bytes: SafetensorsBytes, options?: SafetensorsLoadOptions): Promise<void>;
   /**
    * Bad input and the core's errors (shapes, the cache) reject with MHAError. With needWeights
    * true or unset (the default), the weights are a Tensor.

@@ -87,6 +87,32 @@ kernels::WeightType StoredType(const std::vector<const ParameterRecipe*>& recipe
   return kernels::WeightType::kFloat32;
 }
 
+// A recipe's parameter from `sources`: one whole tensor as it is, else
+// assembled into new storage.
+TensorView BuildParameter(const ParameterRecipe& recipe, const ShapeMap& shapes,
+                          const std::map<std::string, const float*>& sources,
+                          std::deque<std::vector<float>>* storage) {
+  if (const std::string* whole = WholeTensor(recipe, shapes)) {
+    return TensorView{sources.at(*whole), recipe.shape};
+  }
+  storage->emplace_back(static_cast<size_t>(NumElements(recipe.shape)));
+  Assemble(recipe, shapes, sources, storage->back().data());
+  return TensorView{storage->back().data(), recipe.shape};
+}
+
+Status MissingError(std::vector<std::string> missing, const std::string& prefix) {
+  if (missing.empty()) return Status::Ok();
+  for (std::string& name : missing) name = prefix + name;
+  return Status::InvalidArgument("state_dict: missing parameters: " + JoinNames(missing));
+}
+
+// Projection parameters go into the weights, the others (key/value biases,
+// sinks, q/k norms) into the module's own vectors.
+bool IsProjection(const std::string& name) {
+  return IsInWeight(name) || name == "in_proj_bias" || name == "out_proj.weight" ||
+         name == "out_proj.bias";
+}
+
 }  // namespace
 
 kernels::WeightType StoredWeightType(WeightsDtype dtype, kernels::WeightType stored) {
@@ -98,6 +124,23 @@ kernels::WeightType StoredWeightType(WeightsDtype dtype, kernels::WeightType sto
     default: return stored;
   }
 }
+
+namespace {
+
+// The projections' weight types {in, out} for `recipes` as `dtype` keeps them.
+std::pair<kernels::WeightType, kernels::WeightType> WeightTypes(
+    WeightsDtype dtype, const std::vector<ParameterRecipe>& recipes,
+    const std::map<std::string, DType>& stored) {
+  std::vector<const ParameterRecipe*> in, out;
+  for (const ParameterRecipe& recipe : recipes) {
+    if (IsInWeight(recipe.name)) in.push_back(&recipe);
+    if (recipe.name == "out_proj.weight") out.push_back(&recipe);
+  }
+  return {StoredWeightType(dtype, StoredType(in, stored)),
+          StoredWeightType(dtype, StoredType(out, stored))};
+}
+
+}  // namespace
 
 ProjectionWeights MultiheadAttention::Impl::NewWeights(kernels::WeightType in_type,
                                                       kernels::WeightType out_type) const {
@@ -214,13 +257,7 @@ Status MultiheadAttention::LoadPlanned(const Recipes& recipes, const ShapeMap& s
   std::map<std::string, TensorView> params;
   std::deque<std::vector<float>> assembled;
   for (const ParameterRecipe& recipe : recipes.list) {
-    if (const std::string* whole = WholeTensor(recipe, shapes)) {
-      params[recipe.name] = TensorView{sources.at(*whole), recipe.shape};
-      continue;
-    }
-    assembled.emplace_back(static_cast<size_t>(NumElements(recipe.shape)));
-    Assemble(recipe, shapes, sources, assembled.back().data());
-    params[recipe.name] = TensorView{assembled.back().data(), recipe.shape};
+    params[recipe.name] = BuildParameter(recipe, shapes, sources, &assembled);
   }
   std::set<std::string> seen;
   for (const auto& [name, tensor] : params) {
@@ -228,21 +265,9 @@ Status MultiheadAttention::LoadPlanned(const Recipes& recipes, const ShapeMap& s
     if (!status.ok()) return Status(status.code(), prefix + status.message());
     seen.insert(name);
   }
-  std::vector<std::string> missing = MissingParameters(seen);
-  for (std::string& name : missing) name = prefix + name;
-  if (!missing.empty()) {
-    return Status::InvalidArgument("state_dict: missing parameters: " + JoinNames(missing));
-  }
+  MHA_RETURN_IF_ERROR(MissingError(MissingParameters(seen), prefix));
   // The weights' types (kAuto: as stored).
-  std::vector<const ParameterRecipe*> in, out;
-  for (const ParameterRecipe& recipe : recipes.list) {
-    if (IsInWeight(recipe.name)) in.push_back(&recipe);
-    if (recipe.name == "out_proj.weight") out.push_back(&recipe);
-  }
-  const kernels::WeightType in_type =
-      StoredWeightType(config_.weights_dtype, StoredType(in, stored));
-  const kernels::WeightType out_type =
-      StoredWeightType(config_.weights_dtype, StoredType(out, stored));
+  const auto [in_type, out_type] = WeightTypes(config_.weights_dtype, recipes.list, stored);
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mutex);
   // All or nothing: everything that allocates comes first (throwing
@@ -287,24 +312,13 @@ Status MultiheadAttention::LoadStateDict(const std::map<std::string, TensorView>
 
 Status MultiheadAttention::LoadSafetensors(const SafetensorsFile& file,
                                            const WeightOptions& options) {
-  try {
-    const ShapeMap shapes = TensorShapes(file);
-    Recipes recipes;
-    MHA_RETURN_IF_ERROR(Plan(shapes, options, &recipes));
-    std::map<std::string, std::vector<float>> floats;  // each tensor used, converted once
-    std::map<std::string, const float*> sources;
-    std::map<std::string, DType> stored;
-    for (const std::string& name : UsedTensors(recipes.list)) {
-      MHA_RETURN_IF_ERROR(ToFloat32(name, file.tensors.at(name), &floats[name]));
-      sources[name] = floats[name].data();
-      stored[name] = file.tensors.at(name).dtype;
-    }
-    // The float32 copies are freed on return: what stays is the weights in
-    // their type.
-    return LoadPlanned(recipes, shapes, sources, stored);
-  } catch (const std::bad_alloc&) {
-    return Status::OutOfMemory("safetensors: not enough memory to convert the tensors");
+  StreamedLoad load;
+  std::vector<std::string> names;
+  MHA_RETURN_IF_ERROR(StartLoad(file, options, &load, &names));
+  for (const std::string& name : names) {
+    MHA_RETURN_IF_ERROR(FeedLoad(&load, name, file.tensors.at(name).data));
   }
+  return FinishLoad(&load);
 }
 
 Status MultiheadAttention::LoadSafetensors(const uint8_t* bytes, size_t size,
@@ -321,6 +335,133 @@ Status MultiheadAttention::WeightSources(const ShapeMap& tensors, const WeightOp
   const std::set<std::string> used = UsedTensors(recipes.list);
   names->assign(used.begin(), used.end());
   return Status::Ok();
+}
+
+
+// The state of a streamed load: the plan, the new projection weights being
+// filled, and only the fed tensors that an incomplete parameter still needs.
+struct MultiheadAttention::StreamedLoad::State {
+  ShapeMap shapes;
+  std::map<std::string, DType> dtypes;   // of the tensors to feed
+  Recipes recipes;
+  std::vector<bool> stored;              // per recipe
+  std::set<std::string> fed;
+  std::map<std::string, std::vector<float>> kept;
+  ProjectionWeights staged;
+  std::map<std::string, std::vector<float>> others;  // non-projection parameters, for FinishLoad
+};
+
+MultiheadAttention::StreamedLoad::StreamedLoad() = default;
+MultiheadAttention::StreamedLoad::~StreamedLoad() = default;
+
+Status MultiheadAttention::StartLoad(const SafetensorsFile& file, const WeightOptions& options,
+                                     StreamedLoad* out, std::vector<std::string>* names) const {
+  try {
+    auto s = std::make_unique<StreamedLoad::State>();
+    s->shapes = TensorShapes(file);
+    MHA_RETURN_IF_ERROR(Plan(s->shapes, options, &s->recipes));
+    std::set<std::string> params;
+    for (const ParameterRecipe& recipe : s->recipes.list) params.insert(recipe.name);
+    MHA_RETURN_IF_ERROR(MissingError(MissingParameters(params), s->recipes.message_prefix));
+    const std::set<std::string> used = UsedTensors(s->recipes.list);
+    for (const std::string& name : used) s->dtypes[name] = file.tensors.at(name).dtype;
+    const auto [in_type, out_type] =
+        WeightTypes(config_.weights_dtype, s->recipes.list, s->dtypes);
+    s->staged = impl_->NewWeights(in_type, out_type);
+    s->staged.Reserve();
+    s->stored.assign(s->recipes.list.size(), false);
+    names->assign(used.begin(), used.end());
+    out->state_ = std::move(s);
+    return Status::Ok();
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("safetensors: not enough memory for the weights");
+  }
+}
+
+Status MultiheadAttention::FeedLoad(StreamedLoad* load, const std::string& name,
+                                    const uint8_t* data) const {
+  StreamedLoad::State& s = *load->state_;
+  if (!s.dtypes.count(name) || s.fed.count(name)) {
+    return Status::InvalidArgument("safetensors: tensor '" + name +
+                                   "' is not one this load reads, or was given already");
+  }
+  const auto uses = [](const ParameterRecipe& recipe, const std::string& tensor) {
+    return std::any_of(recipe.pieces.begin(), recipe.pieces.end(),
+                       [&](const Piece& piece) { return piece.tensor == tensor; });
+  };
+  try {
+    std::map<std::string, const float*> sources;
+    for (const auto& [kept, floats] : s.kept) sources[kept] = floats.data();
+    // F32 data is read where it is (WebAssembly and the native targets are
+    // little-endian), so that only the weights and this tensor take memory.
+    std::vector<float> converted;
+    if (s.dtypes.at(name) == DType::kF32 && data != nullptr &&
+        reinterpret_cast<uintptr_t>(data) % alignof(float) == 0) {
+      sources[name] = reinterpret_cast<const float*>(data);
+    } else {
+      SafetensorsEntry entry{s.dtypes.at(name), s.shapes.at(name), data,
+                             static_cast<size_t>(NumElements(s.shapes.at(name))) *
+                                 DTypeSize(s.dtypes.at(name))};
+      MHA_RETURN_IF_ERROR(ToFloat32(name, entry, &converted));
+      sources[name] = converted.data();
+    }
+    s.fed.insert(name);
+    for (size_t i = 0; i < s.recipes.list.size(); ++i) {
+      const ParameterRecipe& recipe = s.recipes.list[i];
+      std::deque<std::vector<float>> assembled;  // one parameter's at a time
+      const bool ready = std::all_of(recipe.pieces.begin(), recipe.pieces.end(),
+          [&](const Piece& piece) { return piece.tensor.empty() || s.fed.count(piece.tensor); });
+      if (s.stored[i] || !ready) continue;
+      const TensorView p = BuildParameter(recipe, s.shapes, sources, &assembled);
+      const Status status = CheckParameter(recipe.name, p.data, p.shape);
+      if (!status.ok()) return Status(status.code(), s.recipes.message_prefix + status.message());
+      const int64_t size = NumElements(p.shape);
+      if (IsProjection(recipe.name)) {
+        impl_->StoreParameter(recipe.name, p.data, size, &s.staged);
+      } else {
+        s.others[recipe.name].assign(p.data, p.data + size);
+      }
+      s.stored[i] = true;
+    }
+    // Kept: the tensors a parameter not yet stored still needs.
+    for (const auto& [tensor, floats] : sources) {
+      bool needed = false;
+      for (size_t i = 0; i < s.recipes.list.size(); ++i) {
+        needed = needed || (!s.stored[i] && uses(s.recipes.list[i], tensor));
+      }
+      if (!needed) {
+        s.kept.erase(tensor);
+      } else if (!s.kept.count(tensor)) {
+        s.kept[tensor].assign(floats, floats + NumElements(s.shapes.at(tensor)));
+      }
+    }
+    return Status::Ok();
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("safetensors: not enough memory to convert tensor '" + name + "'");
+  }
+}
+
+Status MultiheadAttention::FinishLoad(StreamedLoad* load) {
+  StreamedLoad::State& s = *load->state_;
+  if (std::count(s.stored.begin(), s.stored.end(), false) != 0) {
+    return Status::InvalidArgument("safetensors: the load was finished before every tensor "
+                                   "it reads was given");
+  }
+  Impl& m = *impl_;
+  try {
+    std::set<std::string> loaded = m.loaded;
+    for (const ParameterRecipe& recipe : s.recipes.list) loaded.insert(recipe.name);
+    // Nothing below allocates: the module changes all at once.
+    std::lock_guard<std::mutex> lock(m.mutex);
+    for (const auto& [name, data] : s.others) {
+      m.StoreParameter(name, data.data(), static_cast<int64_t>(data.size()), &m.weights);
+    }
+    m.weights = std::move(s.staged);
+    m.loaded.swap(loaded);
+    return Status::Ok();
+  } catch (const std::bad_alloc&) {
+    return Status::OutOfMemory("safetensors: not enough memory to finish the load");
+  }
 }
 
 }  // namespace mha

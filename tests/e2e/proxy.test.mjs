@@ -4,7 +4,7 @@
 // worker, cache.reorder's contract, a worker that dies mid-call (ended by lib.terminate() and from
 // outside, as a crash would), dispose() with calls pending, 1,000 calls with a flat heap in the
 // worker (WASM) and on the page (JS), and a stress loop of thousands of calls (Firefox's stalls:
-// a late wake-up of the shared channel, issue 25).
+// a late wake-up of the shared-memory channel it had then, issue 25).
 import assert from 'node:assert/strict';
 import { before, describe } from 'node:test';
 import { assertClose, assertMatchesFixture, loadFixture } from '../js/helpers/fixtures.js';
@@ -163,7 +163,7 @@ useTestPage('/tests/e2e/pages/proxy.html', { tests: true, ready: titledReady }, 
   });
 
   // Each round is a module created, loaded, run forward and disposed (4 calls). Firefox stalled
-  // here before the channel's fix (issue 25): a rare interleaving, hence so many calls.
+  // here with the shared-memory channel it had then (issue 25): a rare interleaving, hence so many calls.
   const STRESS_ROUNDS = Number(process.env.E2E_STRESS_ROUNDS ?? 10_000);
   // A stall here must fail, not be run again.
   test(`${(4 * STRESS_ROUNDS).toLocaleString('en')} calls one after another through the proxy: none stalls`, { retryOnStuckPage: false }, async (t) => {

@@ -97,7 +97,7 @@ const BAD_INPUTS = [
   ['safetensors bytes that are not a safetensors file',
     ({ mha }) => mha.loadSafetensors(new Uint8Array(20)), [/loadSafetensors: /]],
   ['safetensors given as a string', ({ mha }) => mha.loadSafetensors('weights.safetensors'),
-    [/bytes: expected a Uint8Array or an ArrayBuffer, received the string 'weights\.safetensors'/]],
+    [/bytes: expected a Uint8Array, an ArrayBuffer, a Blob, a Response or a ReadableStream, received the string 'weights\.safetensors'/]],
   ['forward on a disposed module', async ({ lib }) => {
     const other = lib.createMultiheadAttention(moduleConfig(fixture.config));
     other.dispose();

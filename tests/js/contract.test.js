@@ -1,8 +1,8 @@
-// The contract table (helpers/contract_table.js) in the calling thread, each
-// row as expected, and in a worker_threads worker, row by row the same; the
-// proxy's run in Chromium is tests/e2e/contract.test.mjs. Plus the failed
-// create that JS cannot see (out of memory): in the calling thread it throws;
-// and every method the proxy forwards as a call or a load (proxy_table.js), which
+// The contract table (helpers/contract_table.js) in the calling thread, each row as expected, and
+// through Node's proxy and in a worker_threads worker, row by row the same; the proxy's run in the
+// browsers is tests/e2e/contract.test.mjs. Plus the failed create that JS cannot see (out of
+// memory): in the calling thread it throws, through the proxy its calls reject and then its
+// getters throw; and every method the proxy forwards as a call or a load (proxy_table.js), which
 // returns a Promise: given arguments it refuses, it rejects and does not throw.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -38,6 +38,15 @@ describe('the contract in the calling thread', () => {
     test(what, () => assert.equal(unexpected(outcomes[i], expected), '', JSON.stringify(outcomes[i])));
   });
 
+  test('row by row the same through the proxy in Node (loadMHA({ proxy: true }))', async () => {
+    const lib = await loadMHA({ proxy: true });
+    assert.equal(lib.info.proxy, true);
+    const proxied = await runContract(lib, fixture, MHAError);
+    lib.dispose();
+    assert.equal(proxied.length, outcomes.length);
+    proxied.forEach((outcome, i) => assert.deepEqual(outcome, outcomes[i], rows[i].what));
+  });
+
   test('row by row the same in a worker_threads worker', async () => {
     const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(WORKER_SOURCE)}`));
     const [inWorker] = await once(worker, 'message');
@@ -53,6 +62,19 @@ test('a module the core cannot allocate: create throws at once', async () => {
   assert.throws(() => lib.createMultiheadAttention({ embedDim: 20000, numHeads: 8 }),
     (error) => error instanceof MHAError &&
       /^createMultiheadAttention: config: not enough memory for the parameters$/.test(error.message));
+});
+
+test('a module the worker cannot allocate, through the proxy in Node: its calls reject, then its getters throw, that error', async () => {
+  const lib = await loadMHA({ proxy: true });
+  const mha = lib.createMultiheadAttention({ embedDim: 20000, numHeads: 8 });
+  assert.equal(mha.parameters.length, 4);
+  const failure = (error) => error instanceof MHAError &&
+    /^createMultiheadAttention: config: not enough memory for the parameters$/.test(error.message);
+  await assert.rejects(mha.loadStateDict({}), failure);
+  assert.throws(() => mha.parameters, failure);
+  await assert.rejects(mha.loadStateDict({}), failure);
+  assert.throws(() => mha.createKVCache({ batchSize: 1, maxLength: 4 }), failure);
+  lib.dispose();
 });
 
 test('every Promise method, given arguments it refuses or disposed, rejects with an MHAError and does not throw', async () => {

@@ -30,14 +30,15 @@ describe('info', () => {
     assert.equal((await loadMHA({ build: 'simd' })).info.relaxedSimd, relaxedSimdSupported());
   });
 
-  test('Node runs in the calling thread and says why threads are off only when asked', async () => {
+  test('Node runs in the calling thread unless proxy: true, and says why threads are off only when asked', async () => {
     const threaded = await loadMHA({ proxy: 'auto' });
     assert.equal(threaded.info.proxy, false);
     assert.equal(threaded.info.threadsOffReason, null);
     assert.equal((await loadMHA({ build: 'simd', proxy: false })).info.threadsOffReason,
       "build 'simd' was asked for");
-    await assert.rejects(loadMHA({ proxy: true }),
-      (e) => e instanceof MHAError && /proxy: expected 'auto' or false in Node/.test(e.message));
+    const proxied = await loadMHA({ proxy: true });
+    assert.deepEqual(proxied.info, { ...threaded.info, proxy: true });
+    proxied.dispose();
     await assert.rejects(loadMHA({ proxy: 'yes' }),
       (e) => e instanceof MHAError && /proxy: expected 'auto', true or false, received the string 'yes'/.test(e.message));
   });

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { MHAError, loadMHA } from '../../web/src/index.js';
-import { BUILDS } from './helpers/builds.js';
+import { BUILDS, separateLibrary } from './helpers/builds.js';
 import { randomModule, randomTensor, sameBits } from './helpers/random.js';
 
 const E = 16;
@@ -50,7 +50,7 @@ for (const build of BUILDS) {
         assert.ok(bytes instanceof Uint8Array);
         const uninterrupted = await steps(mha, cache, 2, 5, 12);   // a rolling ring wraps
 
-        const fresh = await loadMHA({ build, threads: 1 });   // another library (load_once.js)
+        const fresh = await separateLibrary(build);
         const again = randomModule(fresh, config(rolling), 5);
         const loaded = await again.loadKVCache(bytes);
         assert.deepEqual([loaded.length, loaded.held, loaded.maxLength, loaded.batchSize, loaded.dtype,
@@ -70,8 +70,7 @@ for (const build of BUILDS) {
         { cache: on === lib ? cache : loaded, enableGqa: true });
       let loaded = null;
       for (let seed = 1; seed <= 4; seed++) await step(lib, seed);
-      // Another set of options: another library (loadMHA loads once per set of options).
-      const fresh = await loadMHA({ build, threads: 1 });
+      const fresh = await separateLibrary(build);
       assert.notEqual(fresh, lib);
       loaded = await fresh.loadKVCache((await cache.save()).buffer);   // an ArrayBuffer too
       assert.deepEqual([loaded.length, loaded.maxLength, loaded.dtype], [4, 12, 'float16']);

@@ -103,7 +103,7 @@ for (const build of BUILDS) {
         /names: unknown role 'query'/);
       await rejectsWith(mha.loadSafetensors([]), /bytes: expected .* received an empty array/);
       await rejectsWith(lib.listAttentionModules([bytes, 'x']),
-        /listAttentionModules: bytes\[1\]: expected a Uint8Array or an ArrayBuffer/);
+        /listAttentionModules: bytes\[1\]: expected a Uint8Array, an ArrayBuffer, a Blob, a Response or a ReadableStream/);
       await rejectsWith(lib.listAttentionModules(new Uint8Array(20)), /listAttentionModules: /);
       // Still the module loaded first.
       assertClose((await runLayoutForward(mha, fixture)).output, expectedOutput(fixture),

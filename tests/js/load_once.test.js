@@ -12,13 +12,17 @@ setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc');
 
 // The status once terminated Workers have ended and collected memory is returned (both settle
-// some time after dispose()): polled until the thread count stops falling.
-async function settledStatus(threadsAtMost) {
+// some time after dispose()): polled until the thread count is at most `threadsAtMost` and has
+// stopped falling (Workers an earlier test disposed may still be ending).
+async function settledStatus(threadsAtMost = Infinity) {
   let status = processStatus();
-  for (let attempt = 0; attempt < 100 && status.threads > threadsAtMost; ++attempt) {
+  for (let attempt = 0, steady = 0; attempt < 100 && (status.threads > threadsAtMost || steady < 5);
+       ++attempt) {
     gc();
     await sleep(20);
-    status = processStatus();
+    const next = processStatus();
+    steady = next.threads < status.threads ? 0 : steady + 1;
+    status = next;
   }
   gc();
   return processStatus();
@@ -74,7 +78,7 @@ test('dispose() disposes what the library made, and its calls then fail', async 
 });
 
 test('a pool runs as many Workers as threads, and 20 loads and disposals keep threads and memory flat', async (t) => {
-  const before = await settledStatus(Infinity);
+  const before = await settledStatus();
   const lib = await loadMHA({ threads: 3 });
   const loaded = processStatus();
   // Two Workers beside the calling thread (each Worker may add a thread or two of Node's own).

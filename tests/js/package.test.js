@@ -61,7 +61,7 @@ describe('npm pack tarball in an empty project', () => {
 
   test('what a browser loads names no Node module (only the node condition\'s files do)', () => {
     const installed = join(project, 'node_modules', 'mha-wasm');
-    const nodeOnly = ['web/src/index.js', 'web/src/env_node.js'];
+    const nodeOnly = ['web/src/index.js', 'web/src/env_node.js', 'web/src/proxy_worker_node.js'];
     const browserFiles = [
       ...readdirSync(join(installed, 'web/src')).map((f) => `web/src/${f}`).filter((f) => !nodeOnly.includes(f)),
       ...readdirSync(join(installed, 'dist')).filter((f) => /\.m?js$/.test(f)).map((f) => `dist/${f}`),
@@ -96,6 +96,11 @@ describe('npm pack tarball in an empty project', () => {
     assert.match(stdout, /build: 'simd-threaded'/);
     assert.match(stdout, /target: 'WASM'/);
     assert.match(stdout, /\[ 5, 1, 8 \] \[ 1, 5, 5 \]/);
+  });
+
+  test("docs/getting-started.md's node_proxy.mjs runs from the installed package (proxy: true in Node)", () => {
+    writeFileSync(join(project, 'node_proxy.mjs'), docBlock('// node_proxy.mjs'));
+    assert.equal(run('node', ['node_proxy.mjs'], project), 'true\n[ 2048, 1, 64 ]\ntrue\n');
   });
 
   test('docs/models.md: a model saved with the three lines of Python, one layer loaded in JS, matches PyTorch',

@@ -225,6 +225,54 @@ TEST(LayoutDetection, WeightSourcesAreTheTensorsRead) {
               {"nearest prefixes holding an attention module: 'transformer.h.1.attn.' (gpt2)"});
 }
 
+// A streamed load (StartLoad, FeedLoad, FinishLoad) changes nothing until
+// it finishes, refuses tensors it does not read or has had, and, fed in
+// reverse order (a GPT-2 c_attn weight makes three parameters), loads what
+// LoadStateDict loads.
+TEST(LayoutDetection, StreamedLoadsChangeNothingUntilFinished) {
+  LayoutFixture f;
+  ASSERT_TRUE(mha_test::LoadLayoutFixture("gpt2_causal", &f).ok());
+  const WeightOptions o{"transformer.h.1.attn."};
+  auto streamed = Module(16, 2);
+  std::vector<std::string> names;
+  {
+    MultiheadAttention::StreamedLoad dropped;
+    ASSERT_TRUE(streamed->StartLoad(f.file, o, &dropped, &names).ok());
+    for (size_t i = 0; i + 1 < names.size(); ++i) {
+      ASSERT_TRUE(streamed->FeedLoad(&dropped, names[i], f.file.tensors.at(names[i]).data).ok());
+    }
+    ExpectError(streamed->FeedLoad(&dropped, names[0], f.file.tensors.at(names[0]).data),
+                {"'" + names[0] + "' is not one this load reads, or was given already"});
+    ExpectError(streamed->FeedLoad(&dropped, "transformer.h.0.attn.c_attn.weight",
+                                   f.file.tensors.at("transformer.h.0.attn.c_attn.weight").data),
+                {"not one this load reads"});
+    ExpectError(streamed->FinishLoad(&dropped), {"before every tensor it reads was given"});
+  }
+  EXPECT_EQ(streamed->memory(), 0u);
+  MultiheadAttention::StreamedLoad load;
+  ASSERT_TRUE(streamed->StartLoad(f.file, o, &load, &names).ok());
+  for (auto name = names.rbegin(); name != names.rend(); ++name) {
+    ASSERT_TRUE(streamed->FeedLoad(&load, *name, f.file.tensors.at(*name).data).ok());
+  }
+  ASSERT_TRUE(streamed->FinishLoad(&load).ok());
+
+  std::map<std::string, std::vector<float>> storage;
+  std::map<std::string, TensorView> t;
+  ASSERT_TRUE(f.FloatTensors(&storage, &t).ok());
+  auto planned = Module(16, 2);
+  ASSERT_TRUE(planned->LoadStateDict(t, o).ok());
+  EXPECT_EQ(streamed->memory(), planned->memory());
+  std::vector<float> x(3 * 16);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
+  const TensorView query{x.data(), {1, 3, 16}};
+  ForwardOptions fo;
+  fo.need_weights = false;
+  ForwardResult a, b;
+  ASSERT_TRUE(streamed->Forward(query, query, query, fo, &a).ok());
+  ASSERT_TRUE(planned->Forward(query, query, query, fo, &b).ok());
+  EXPECT_EQ(a.output.data, b.output.data);
+}
+
 TEST(LayoutListing, NaturalOrderAndIncompleteModulesLeftOut) {
   ShapeMap t;
   for (int layer : {10, 2, 1}) {

@@ -28,7 +28,7 @@ export async function loadMHA(options) {
   const proxy = useProxy(o.proxy);
   return loadOnce({ build, threads, proxy, wasmPaths: o.wasmPaths }, async () => {
     const files = env.fileUrls(o.wasmPaths);
-    const lib = proxy ? await startProxy(o, files) : await loadInThread(o, env, files);
+    const lib = proxy ? await startProxy(o, files, env) : await loadInThread(o, env, files);
     warnIfThreadsOff(lib.info, o);
     return lib;
   });

@@ -130,6 +130,12 @@ export async function workerScript(url, importFree = false) {
   };
 }
 
+// A module Worker running `script` (workerScript's).
+export const startWorker = (script) => new Worker(script.url, { type: 'module' });
+// A Worker that ends (terminated from outside, crashed) fires no event: the proxy's client learns
+// it from a lock the worker holds (proxy_client.js).
+export const endsUnheard = true;
+
 // Why a Worker started from `script` (workerScript's) did not start, for an MHAError.
 export function workerStartFailure({ file, blobBecause }) {
   if (blobBecause) {

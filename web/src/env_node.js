@@ -4,6 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { buildFiles } from './builds.js';
 import { MHAError } from './errors.js';
 
@@ -15,6 +16,45 @@ const FILES = buildFiles((name) => new URL(name.endsWith('.wasm') ? `../../dist/
 export function fileUrls() {
   return FILES;
 }
+
+// The proxy's (loadMHA({ proxy: true })): its worker's script. The worker reads the engine's
+// files itself (they are URL objects, which a message cannot carry).
+export const proxyFiles = () => ({ proxyWorker: new URL('./proxy_worker_node.js', import.meta.url).href });
+
+export const workerScript = async (url) => ({ url, file: url });
+
+export const workerStartFailure = ({ file }) => `its script ${fileURLToPath(file)} did not load`;
+
+// The proxy's worker thread, with the Web Worker API the client uses (proxy_client.js); its end,
+// whatever the cause, is an error event (no lock needed: see env_browser.js's endsUnheard). It
+// keeps the process alive only while a message to it awaits its reply (each gets one), as a
+// pending call should; idle, it does not, as the pool's threads do not.
+class ThreadWorker {
+  constructor(url) {
+    this.thread = new Worker(new URL(url));
+    this.thread.unref();
+    this.awaited = 0;
+    const error = (message) => this.onerror({ message, preventDefault() {} });
+    this.thread.on('message', (data) => {
+      if (data.op !== 'started' && --this.awaited === 0) this.thread.unref();
+      this.onmessage({ data });
+    });
+    this.thread.on('error', ({ message }) => error(message));
+    this.thread.on('exit', (code) => error(`it exited with code ${code}`));
+    this.thread.on('messageerror', () => this.onmessageerror());
+  }
+
+  postMessage(message, transfer) {
+    this.thread.postMessage(message, transfer);
+    if (this.awaited++ === 0) this.thread.ref();
+  }
+
+  terminate() {
+    this.thread.terminate();
+  }
+}
+
+export const startWorker = (script) => new ThreadWorker(script.url);
 
 export function threadsOffReason() {
   return typeof SharedArrayBuffer === 'function' ? null : 'this Node has no SharedArrayBuffer';

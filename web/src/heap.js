@@ -59,7 +59,7 @@ export function allocate(wasm, byteLength) {
 }
 
 // A JS-owned copy of `count` floats at `ptr`. new + set, not slice(): on a
-// shared (threaded) heap, slice() copies several times slower (commit 17289ae).
+// shared (threaded) heap, slice() takes a slower path.
 export function copyOutFloat32(wasm, ptr, count) {
   const copy = new Float32Array(count);
   const start = ptr >>> 2;
@@ -80,9 +80,15 @@ export class Heap {
   // into a fresh heap block; returns its address.
   copyIn(array, byteLength = array.byteLength) {
     const source = sourceBytes(array, byteLength);
+    const ptr = this.reserve(byteLength);
+    heapViews(this.wasm, ptr + byteLength).u8.set(source, ptr);
+    return ptr;
+  }
+
+  // A fresh heap block of `byteLength` bytes, freed with the others.
+  reserve(byteLength) {
     const ptr = allocate(this.wasm, byteLength);
     this.blocks.push(ptr);
-    heapViews(this.wasm, ptr + byteLength).u8.set(source, ptr);
     return ptr;
   }
 

@@ -5,19 +5,20 @@ import * as env from './env_node.js';
 import { MHAError } from './errors.js';
 import { checkLoadOptions, loadInThread, resolveLoad } from './load.js';
 import { loadOnce } from './load_once.js';
+import { startProxy } from './proxy_client.js';
 
 export { MHAError };
 
 // options: { threads, build, proxy, wasmPaths } (see web/index.d.ts). Node
-// runs the engine in the calling thread (proxy: 'auto' or false) and reads
-// the package's own files (wasmPaths is for browsers and ignored here). The
-// same resolved options give the same library (load_once.js).
+// runs the engine in the calling thread (proxy: 'auto' or false), or with
+// proxy: true in a worker_threads worker of the package's own, as a page's
+// proxy does, so that the event loop runs on during a call. It reads the
+// package's own files (wasmPaths is for browsers and ignored here). Options
+// that resolve alike give the same library (load_once.js).
 export async function loadMHA(options) {
   const o = checkLoadOptions(options);
-  if (o.proxy === true) {
-    throw new MHAError("proxy: expected 'auto' or false in Node, which runs the engine in the " +
-                       'calling thread (start a worker_threads Worker to move it off), received true');
-  }
   const { build, threads } = resolveLoad(o, env);
-  return loadOnce({ build, threads, proxy: false }, () => loadInThread(o, env, env.fileUrls()));
+  const proxy = o.proxy === true;
+  return loadOnce({ build, threads, proxy }, () => (proxy ? startProxy(o, env.proxyFiles(), env)
+    : loadInThread(o, env, env.fileUrls())));
 }

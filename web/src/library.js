@@ -16,6 +16,8 @@ import {
 import { MHAError } from './errors.js';
 import { returnPromises } from './promise_methods.js';
 import { VERSION } from './version.js';
+import { CheckpointReading } from './safetensors_load.js';
+import { runSteps } from './steps.js';
 import { checkShards, copyHeader } from './weights.js';
 
 const SDPA_KEYS = ['attnMask', 'isCausal', 'scale', 'softcap', 'window', 'sinks', 'alibiSlopes',
@@ -153,16 +155,28 @@ export class MHALibrary {
         cache?.checkAlive('cache') ?? null, result)).output;
   }
 
-  // The attention modules a checkpoint (one .safetensors file's bytes, or its
-  // shards) holds: [{prefix, layout, names, embedDim, kdim, vdim, qSize,
+  // The attention modules a checkpoint (one .safetensors file's bytes, Blob,
+  // Response or ReadableStream, or its shards) holds: [{prefix, layout, names, embedDim, kdim, vdim, qSize,
   // kSize, vSize, bias, biasKV}] from the names and shapes in its headers
-  // (only the headers are copied into the heap). The number of heads is in
+  // (only the headers are read). The number of heads is in
   // none of them: it comes from the model's config (num_attention_heads).
   listAttentionModules(bytes) {
-    const wasm = this.live('listAttentionModules');
-    const shards = checkShards(bytes, 'listAttentionModules');
-    return callCore(wasm, 'listAttentionModules', (heap, result) =>
-      wasm.listAttentionModules(shards.map((shard) => copyHeader(heap, shard)), result));
+    const name = 'listAttentionModules';
+    this.live(name);
+    return runSteps(this.#listSteps(name, new CheckpointReading(name, checkShards(bytes, name))));
+  }
+
+  // listAttentionModules' steps (steps.js).
+  *#listSteps(name, reading) {
+    try {
+      const headers = yield* reading.headers();
+      // The library may have been disposed during a wait.
+      const wasm = this.live(name);
+      return callCore(wasm, name, (heap, result) =>
+        wasm.listAttentionModules(headers.map((header) => copyHeader(heap, header)), result));
+    } finally {
+      reading.close();
+    }
   }
 
   // Diagnostics: the WASM heap's top (sbrk), bytes malloc'd, memory size.
@@ -178,7 +192,7 @@ export class MHALibrary {
   dispose() {
     if (this.#wasm === null) return;
     forget(this);
-    for (const life of [...livesOf(this.#wasm)]) life.end();
+    for (const life of [...livesOf(this.#wasm)]) life.end(true);
     // The Workers themselves, not Emscripten's terminateAllThreads(), which first frees each
     // running thread's stack in the heap while that thread may still be starting on it.
     const pool = this.#wasm.PThread;

@@ -24,6 +24,7 @@ export class Lifetime {
   constructor(owner, noun, held, free = deleteBinding, group = null) {
     this.noun = noun;
     this.held = held;
+    this.withLibrary = false;   // whether its library's dispose() ended it
     this.free = free;
     this.group = group;
     group?.add(this);
@@ -33,14 +34,17 @@ export class Lifetime {
   // What it holds; throws an MHAError naming `what` once disposed.
   check(what) {
     if (this.held === null) {
-      throw new MHAError(`${what}: expected a live ${this.noun}, received one that was disposed`);
+      throw new MHAError(`${what}: expected a live ${this.noun}, received one that was disposed` +
+                         (this.withLibrary ? ' with its library' : ''));
     }
     return this.held;
   }
 
-  // dispose(): frees what it holds now (a second call does nothing).
-  end() {
+  // dispose(): frees what it holds now (a second call does nothing); `withLibrary` when its
+  // library's dispose() ends it.
+  end(withLibrary = false) {
     if (this.held === null) return;
+    this.withLibrary = withLibrary;
     forgotten.unregister(this);
     this.group?.delete(this);
     const held = this.held;

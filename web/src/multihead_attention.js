@@ -1,16 +1,18 @@
 // The JS face of mha::MultiheadAttention (see docs/design.md, "JavaScript API").
 import { callFrame } from './call_frame.js';
-import { STATUS_OK, callCore, newBinding } from './core_call.js';
+import { callCore, newBinding } from './core_call.js';
 import { MHAError } from './errors.js';
 import { checkConfig, checkModuleCacheOptions, parametersOf, resolvedDims } from './config.js';
 import { KVCache, cachesOf, checkCache, checkSavedBytes, loadedFrom } from './kv_cache.js';
 import { Lifetime, livesOf } from './lifetime.js';
 import { returnPromises } from './promise_methods.js';
+import { runSteps } from './steps.js';
 import {
   checkBoolean, checkKeyValue, checkMask, checkOptionsObject, checkTensor, describe,
 } from './validate.js';
+import { CheckpointReading, checkReadOptions } from './safetensors_load.js';
 import {
-  checkShards, checkStateDictEntries, checkWeightOptions, copyHeader, copySources,
+  checkShards, checkStateDictEntries, checkWeightOptions, copyHeader,
 } from './weights.js';
 
 const FORWARD_KEYS = ['keyPaddingMask', 'attnMask', 'needWeights', 'averageAttnWeights',
@@ -45,9 +47,12 @@ export function checkLoadStateDict(stateDict, options, parameters) {
   return { options: o, inside, outside };
 }
 
+// { options, shards, read }: the core's weight options, the checked sources
+// and the reading's { onProgress, signal }.
 export function checkLoadSafetensors(bytes, options) {
   const name = 'loadSafetensors';
-  return { options: checkWeightOptions(options, name), shards: checkShards(bytes, name) };
+  return { options: checkWeightOptions(options, name, ['onProgress', 'signal']),
+    shards: checkShards(bytes, name), read: checkReadOptions(options, name) };
 }
 
 // ours(cache): whether `cache` is a KVCache of this library (checkCache).
@@ -138,20 +143,36 @@ export class MultiheadAttention {
     ], o, result));
   }
 
-  // bytes: a .safetensors file, or an array of them (the shards of one
-  // checkpoint). Its headers are read first; then only the tensors the module
-  // uses are copied into the WASM heap (F32, F16 or BF16, converted once).
+  // bytes: a .safetensors file (its bytes, a Blob, a Response or a
+  // ReadableStream), or an array of them (the shards of one checkpoint);
+  // options: the weight options and { onProgress, signal }. Its headers are
+  // read first; then only the tensors the module uses are read into the WASM
+  // heap (F32, F16 or BF16, converted once). A failed or aborted load leaves
+  // the module as it was.
   loadSafetensors(bytes, options) {
     const name = 'loadSafetensors';
-    const binding = this.checkAlive(name);
-    const { options: o, shards } = checkLoadSafetensors(bytes, options);
-    callCore(this.#wasm, name, (heap, result) => {
-      const headers = shards.map((shard) => copyHeader(heap, shard));
-      const code = binding.weightSources(headers, o, result);
-      if (code !== STATUS_OK) return code;
-      const tensors = copySources(heap, shards, result.value());
-      return binding.loadSafetensors(headers, o, tensors, result);
-    });
+    this.checkAlive(name);
+    const { options: o, shards, read } = checkLoadSafetensors(bytes, options);
+    return runSteps(this.#loadSteps(name, o, new CheckpointReading(name, shards, read)));
+  }
+
+  // loadSafetensors' steps (steps.js).
+  *#loadSteps(name, options, reading) {
+    const load = new this.#wasm.SafetensorsLoad();
+    try {
+      const headers = yield* reading.headers();
+      // The module may have been disposed during a wait: checkAlive after each.
+      const sources = callCore(this.#wasm, name, (heap, result) => this.checkAlive(name)
+        .startLoad(load, headers.map((header) => copyHeader(heap, header)), options, result));
+      yield* reading.tensors(this.#wasm, headers, sources, (tensor, ptr, shard) =>
+        callCore(this.#wasm, shard === null ? name : `${name}: ${shard}`, (_, result) =>
+          this.checkAlive(name).feedLoad(load, tensor, ptr, result)));
+      reading.checkAborted();
+      callCore(this.#wasm, name, (_, result) => this.checkAlive(name).finishLoad(load, result));
+    } finally {
+      reading.close();
+      load.delete();
+    }
   }
 
   // A KVCache for this module: {batchSize, maxLength, dtype: 'float32' |

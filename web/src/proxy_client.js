@@ -1,30 +1,96 @@
-// The page's side of the proxy: the same API as the in-thread library, run
-// by the package's own Worker (proxy_worker.js) so that the page never
-// blocks. Classes and methods come from proxy_table.js. Arguments are copied
-// to the worker; results come back transferred, or (small ones, on a
-// cross-origin isolated page) copied out of the shared channel (proxy_channel.js);
-// either way the caller owns them. A worker that dies rejects
-// every pending call with an MHAError; the library's next call starts a new
-// one (objects made in the old one are lost).
+// The caller's side of the proxy: the same API as the in-thread library, run by the package's own
+// Worker (proxy_worker.js; in Node a thread's, proxy_worker_node.js) so that the page's
+// main thread, or Node's event loop, never blocks. Classes and methods come from
+// proxy_table.js. Arguments are copied to the worker (only what the call uses: the table's `send`),
+// results come back transferred; either way the caller owns them. A worker that dies rejects every
+// pending call with an MHAError; the library's next call starts a new one (objects made in the old
+// one are lost).
+// Calls and replies go by postMessage, which costs no more per call than a mailbox in shared
+// memory did (bench/proxy_cost.mjs, the commit that removed it). The typed arrays of a call are
+// copied as docs/design.md promises (the caller keeps its arrays and may change them at once), but
+// cheaply: where the page can share memory (cross-origin isolated, as the threaded build needs
+// anyway) the client copies each array once into a SharedArrayBuffer that the worker reads in
+// place, which is faster than the structured clone that copies on both sides; elsewhere
+// postMessage clones them. A staging buffer is used again once the call that filled it has been
+// answered, so steady calls allocate nothing.
 import { MHAError } from './errors.js';
-import { ARRAY, ArraySender, checkAttached } from './proxy_arrays.js';
-import { ClientChannel } from './proxy_channel.js';
-import { HANDLE, PROXIED } from './proxy_table.js';
+import { alignUp } from './heap.js';
+import { ARRAY, HANDLE, PROXIED, builtinType, errorFrom } from './proxy_table.js';
 import { Lifetime } from './lifetime.js';
 import { forget } from './load_once.js';
 import { returnPromises } from './promise_methods.js';
 import { shapeKey } from './validate.js';
-import { workerScript, workerStartFailure } from './env_browser.js';
 
-function toError({ name, message }) {
-  if (name === 'MHAError') return new MHAError(message);
-  return Object.assign(new Error(message), { name });
+// Staging buffers are at least this size, a power of two, so that one serves many calls.
+const MIN_STAGING_BYTES = 1 << 16;
+// Staging buffers up to this size (a W6 forward's 8 MB of inputs) are kept for the next call;
+// a larger one (a checkpoint's bytes for loadSafetensors) is made to measure and dropped after
+// its call, so that the page does not hold it for good.
+const KEEP_BYTES = 1 << 24;
+
+// Throws for an array whose buffer was detached (it would arrive empty). `path` names it.
+function checkAttached(array, path) {
+  if (array.buffer.byteLength !== 0 || array.byteLength !== 0 || array.length !== 0) return;
+  try {
+    structuredClone(array.buffer);
+  } catch {
+    throw new MHAError(`${path}: expected a live ArrayBuffer, received a detached one`);
+  }
+}
+
+// A copy of only the array's own bytes, never a buffer shared with the caller.
+function ownCopy(array) {
+  const whole = array.buffer instanceof ArrayBuffer && array.byteOffset === 0 &&
+    array.byteLength === array.buffer.byteLength;
+  return whole ? array : array.slice();
+}
+
+// The staging of a connection's call arrays.
+class ArraySender {
+  constructor() {
+    this.spare = null;  // a staging buffer no pending call uses
+  }
+
+  // The message fields that carry `arrays` (in index order).
+  pack(arrays) {
+    const types = arrays.map(builtinType);
+    const shared = globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function';
+    if (arrays.length === 0 || !shared || types.includes(null)) return { arrays: arrays.map(ownCopy) };
+    const offsets = [];
+    let bytes = 0;
+    for (const array of arrays) {
+      offsets.push(bytes);
+      bytes += alignUp(array.byteLength);
+    }
+    const buffer = this.take(bytes);
+    const staging = new Uint8Array(buffer);
+    arrays.forEach((array, i) => {
+      staging.set(new Uint8Array(array.buffer, array.byteOffset, array.byteLength), offsets[i]);
+    });
+    return { staged: { buffer, views: arrays.map((array, i) => [types[i], offsets[i], array.length]) } };
+  }
+
+  take(bytes) {
+    if (this.spare !== null && this.spare.byteLength >= bytes) {
+      const buffer = this.spare;
+      this.spare = null;
+      return buffer;
+    }
+    if (bytes > KEEP_BYTES) return new SharedArrayBuffer(bytes);
+    return new SharedArrayBuffer(Math.max(MIN_STAGING_BYTES, 2 ** Math.ceil(Math.log2(bytes))));
+  }
+
+  // The call that used `buffer` has been answered: the worker no longer reads it.
+  release(buffer) {
+    if (buffer.byteLength <= KEEP_BYTES && buffer.byteLength > (this.spare?.byteLength ?? 0)) {
+      this.spare = buffer;
+    }
+  }
 }
 
 // Arguments as a message: proxied objects become handles, typed arrays
 // { [ARRAY]: index } into `arrays` (a Map of array -> index; self-attention
-// passes one array as query, key and value, and it is sent once; see
-// proxy_arrays.js), objects their properties (tensors' data and shape or dims
+// passes one array as query, key and value, and it is sent once), objects their properties (tensors' data and shape or dims
 // also when they are getters of a class, as onnxruntime-web's Tensor's data).
 function encode(value, objects, path, arrays) {
   if (ArrayBuffer.isView(value)) {
@@ -47,42 +113,36 @@ function encode(value, objects, path, arrays) {
     [key, encode(value[key], objects, `${path}.${key}`, arrays)]));
 }
 
-const sharedMemory = () => globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function' &&
-  typeof Atomics.waitAsync === 'function';
-
-// One worker and the calls pending in it, each named by an id (increasing). With a channel
-// (proxy_channel.js, whose comment states the protocol), one call is in the worker at a time:
-// the others wait in `queue`, their arrays copied at call time, and go by postMessage. A reply
-// settles its call by its id, whichever way it came. `script`: how the worker starts
-// (env_browser.js's workerScript). (A test passes its own channel.)
+// One worker and the calls pending in it, each named by an id (a Map key: ids stay exact far
+// beyond any session's calls). The worker answers them one at a time in the order sent.
+// `script`: how the worker starts (`env`'s workerScript; env_browser.js or env_node.js, whose
+// startWorker starts it).
 export class Connection {
-  constructor(options, files, script, channel = sharedMemory() ? new ClientChannel() : null) {
-    this.pending = new Map();   // id -> { resolve, reject, objects, message, arrays, staging }
+  constructor(options, files, script, env) {
+    this.pending = new Map();   // id -> { resolve, reject, objects, staging }
+    this.lives = new Set();     // the lifetimes of the objects made in its worker
     this.arrays = new ArraySender();
-    this.channel = channel;
-    this.queue = [];
-    this.inFlight = null;
     this.nextId = 1;
     this.nextHandle = 1;
     this.dead = null;           // the MHAError once the worker is gone
     this.started = false;       // whether the worker has said anything (so its script ran)
     this.loaded = new Promise((resolve, reject) => { this.settleLoad = { resolve, reject }; });
-    const lock = globalThis.navigator?.locks ? `mha-wasm-proxy-${Math.random().toString(36).slice(2)}` : null;
+    const lock = env.endsUnheard && globalThis.navigator?.locks ?
+      `mha-wasm-proxy-${Math.random().toString(36).slice(2)}` : null;
     this.loaded.then(() => {
       if (lock && !this.dead) navigator.locks.request(lock, () => this.die('it was terminated'));
     }, () => {});
-    this.worker = this.startWorker(script);
-    this.worker?.postMessage({ op: 'load', options: { threads: options.threads, build: options.build }, files,
-      lock, channel: this.channel?.buffer });
+    this.worker = this.startWorker(script, env);
+    this.worker?.postMessage({ op: 'load', options: { threads: options.threads, build: options.build }, files, lock });
   }
 
   // The worker, started from `script`; null, and this connection dead, if it could not start.
-  startWorker(script) {
+  startWorker(script, env) {
     const notStarted = (detail) => this.die(new MHAError("mha-wasm: the engine's worker did not start: " +
-                                                         `${workerStartFailure(script)} (${detail})`));
+                                                         `${env.workerStartFailure(script)} (${detail})`));
     let worker;
     try {
-      worker = new Worker(script.url, { type: 'module' });
+      worker = env.startWorker(script);
     } catch (error) {
       notStarted(error.message);
       return null;
@@ -104,22 +164,18 @@ export class Connection {
     if (message.op === 'started') return;
     if (message.op === 'loaded') return this.settleLoad.resolve(message.info);
     if (message.op === 'failed') {
-      this.settleLoad.reject(toError(message.error));
+      this.settleLoad.reject(errorFrom(message.error));
       return this.die('it could not load the engine');
     }
     const call = this.pending.get(message.id);
     if (call === undefined) return;   // sent before the worker was ended
     this.pending.delete(message.id);
-    if (this.inFlight === call) {
-      this.inFlight = null;
-      this.dispatch();
-    }
     if (call.staging) this.arrays.release(call.staging);
     for (const object of call.objects) {
       const state = message.states[object.handle];
       if (state) object.state = { ...object.state, ...state };
     }
-    if (message.error) call.reject(toError(message.error));
+    if (message.error) call.reject(errorFrom(message.error));
     else call.resolve(message.value);
   }
 
@@ -133,9 +189,6 @@ export class Connection {
     this.settleLoad.reject(this.dead);
     for (const { reject } of this.pending.values()) reject(this.dead);
     this.pending.clear();
-    this.queue = [];
-    this.inFlight = null;
-    this.channel?.interrupt();
   }
 
   // Sends target.method(...args); `created` is the object a `creates` method returns.
@@ -149,56 +202,23 @@ export class Connection {
       message.create = created.handle;
       objects.push(created);
     }
-    return new Promise((resolve, reject) => this.post({ resolve, reject, objects, message, arrays: [...arrays.keys()] }));
+    Object.assign(message, this.arrays.pack([...arrays.keys()]));
+    return new Promise((resolve, reject) => this.post({ resolve, reject, objects, staging: message.staged?.buffer }, message));
   }
 
-  // Posts `call`, or queues it behind the one in flight with its arrays copied now.
-  post(call) {
-    this.pending.set(call.message.id, call);
-    if (this.channel === null) {
-      try {
-        this.postMessage(call);
-      } catch (error) {
-        this.fail(call, error);
-      }
-      return;
+  // Posts `message`; a message that cannot be cloned answers its call with that error.
+  post(call, message) {
+    this.pending.set(message.id, call);
+    try {
+      this.worker.postMessage(message);
+    } catch ({ name, message: text }) {
+      this.receive({ id: message.id, error: { name, message: text }, states: {} });
     }
-    if (this.inFlight !== null) this.pack(call);
-    this.queue.push(call);
-    this.dispatch();
-  }
-
-  // Answers `call`, which could not be sent (its message could not be cloned), with that error.
-  fail(call, { name, message }) {
-    this.receive({ id: call.message.id, error: { name, message }, states: {} });
-  }
-
-  pack(call) {
-    Object.assign(call.message, this.arrays.pack(call.arrays));
-    call.staging = call.message.staged?.buffer;
-    call.arrays = null;
-  }
-
-  // Sends `call` by postMessage, its arrays staged or cloned (proxy_arrays.js).
-  postMessage(call) {
-    if (call.arrays !== null) this.pack(call);
-    this.worker.postMessage(call.message);
-  }
-
-  // The next queued call to the worker, through the channel. A reply read from the channel is
-  // received here; one by postMessage in onmessage. A call that could not be sent fails, and the
-  // next goes on.
-  dispatch() {
-    if (this.inFlight !== null || this.queue.length === 0) return;
-    const call = this.inFlight = this.queue.shift();
-    this.channel.call(call.message, call.arrays, () => this.postMessage(call), () => this.inFlight === call)
-      .then((reply) => reply && this.receive(reply), (error) => this.fail(call, error));
   }
 
   release(handle) {
     if (this.dead) return;
-    const message = { op: 'release', id: this.nextId++, target: handle };
-    this.post({ resolve() {}, reject() {}, objects: [], message, arrays: [] });
+    this.post({ resolve() {}, reject() {}, objects: [] }, { op: 'release', id: this.nextId++, target: handle });
   }
 }
 
@@ -215,7 +235,7 @@ class ProxiedObject {
     this.creationError = null;  // the error that kept the worker from creating it
     // A disposable one is released in the worker by dispose(), or once collected.
     if (PROXIED[type].disposable) {
-      this.life = new Lifetime(this, PROXIED[type].noun, { connection, handle }, release);
+      this.life = new Lifetime(this, PROXIED[type].noun, { connection, handle }, release, connection.lives);
     }
     // checkCache's `ours`: a KVCache of the same worker.
     this.ours = (cache) => cache instanceof ProxiedObject && cache.type === 'KVCache' &&
@@ -270,10 +290,10 @@ function clientClass(type) {
   for (const [method, check] of Object.entries(spec.calls)) {
     Client.prototype[method] = function proxiedCall(...args) {
       this.checkAlive(method);
-      check?.(this, ...args);
+      const checked = check?.(this, ...args);
       // Again: an argument's getter may have disposed this object meanwhile.
       this.checkAlive(method);
-      return this.call(method, args);
+      return this.call(method, spec.sends[method]?.(checked, ...args) ?? args);
     };
   }
   for (const [method, made] of Object.entries(spec.loads)) {
@@ -312,10 +332,10 @@ const CLIENT_CLASSES = Object.fromEntries(Object.keys(PROXIED).map((type) => [ty
 // The library: handle 0 of its connection, which is replaced after the
 // worker dies.
 class ProxiedLibrary extends CLIENT_CLASSES.MHALibrary {
-  constructor(connection, info, options, files, script) {
+  constructor(connection, info, options, files, script, env) {
     super(connection, 0, 'MHALibrary');
     this.info = Object.freeze({ ...info, proxy: true });
-    this.restart = () => new Connection(options, files, script);
+    this.restart = () => new Connection(options, files, script, env);
     this.disposed = false;
   }
 
@@ -327,12 +347,15 @@ class ProxiedLibrary extends CLIENT_CLASSES.MHALibrary {
     super.checkAlive(method);
   }
 
-  // Ends the worker for good (its threads and memory with it); loadMHA() then loads afresh.
+  // Ends the worker for good (its threads and memory with it) and disposes what was made there,
+  // as in-thread; loadMHA() then loads afresh.
   dispose() {
     if (this.disposed) return;
     this.disposed = true;
     forget(this);
-    this.connection.die('lib.dispose() was called');
+    this.connection.die(new MHAError('mha-wasm: the library was disposed (lib.dispose()) before ' +
+                                     'the call finished; its modules and caches were disposed with it'));
+    for (const life of [...this.connection.lives]) life.end(true);
   }
 
   // Ends the worker now, even mid-forward (WASM cannot be interrupted
@@ -342,10 +365,11 @@ class ProxiedLibrary extends CLIENT_CLASSES.MHALibrary {
   }
 }
 
-// Starts the worker and loads the engine there; resolves to the library.
-export async function startProxy(options, files) {
-  const script = await workerScript(files.proxyWorker);
-  const connection = new Connection(options, files, script);
+// Starts the worker (`env`: env_browser.js on a page, env_node.js in Node) and loads the engine
+// there; resolves to the library.
+export async function startProxy(options, files, env) {
+  const script = await env.workerScript(files.proxyWorker);
+  const connection = new Connection(options, files, script, env);
   const info = await connection.loaded;
-  return new ProxiedLibrary(connection, info, options, files, script);
+  return new ProxiedLibrary(connection, info, options, files, script, env);
 }

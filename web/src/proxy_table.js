@@ -5,6 +5,9 @@
 //            with the JS-visible check the in-thread method runs first (so
 //            bad input is refused in the caller's thread, nothing sent), or
 //            null; like the in-thread ones, they never throw: errors reject;
+//   sends:   for some calls, what is sent in place of the arguments, from the check's result and
+//            the arguments: only what the worker's method uses (the in-thread method given
+//            these sees what it would have seen of the originals);
 //   creates: methods that return a new proxied object synchronously (its
 //            class and check, whose result the client keeps as `checked`);
 //            it lives in the worker and is sent as a handle;
@@ -21,7 +24,9 @@
 //            KVCache).
 // The checks receive the client object first (its `checked` and `state`;
 // `self.ours`: whether a value is a proxied KVCache of the same worker).
+import * as errors from './errors.js';
 import { checkModuleCacheOptions, checkConfig, parametersOf } from './config.js';
+import { MHAError } from './errors.js';
 import {
   checkReorder, checkResize, checkSavedBytes, checkSelect, checkTruncate,
 } from './kv_cache.js';
@@ -30,6 +35,17 @@ import { checkShards } from './weights.js';
 import {
   checkForward, checkLoadSafetensors, checkLoadStateDict,
 } from './multihead_attention.js';
+
+// The proxy sends a checkpoint as bytes only so far: a Blob, Response or
+// stream, onProgress and signal would need its channel to carry them (they
+// do not clone), so they are refused in the caller's thread.
+function bytesOnly(name, shards, { onProgress, signal } = {}) {
+  if (shards.some((shard) => !(shard instanceof Uint8Array)) || onProgress || signal) {
+    throw new MHAError(`${name}: through the proxy (threaded builds in a page), a checkpoint ` +
+      'goes as bytes (Uint8Array or ArrayBuffer) without onProgress or signal for now; to ' +
+      'stream a Blob, Response or ReadableStream, use the package inside your own Worker');
+  }
+}
 
 // A new cache's getters, from its checked {batchSize, maxLength, dtype, bytes, rolling}.
 const newCache = ({ batchSize, maxLength, dtype, bytes, rolling }) =>
@@ -40,8 +56,13 @@ export const PROXIED = {
     calls: {
       scaledDotProductAttention: (self, q, k, v, options) => checkSdpa(q, k, v, options, self.ours),
       heapInfo: null,
-      listAttentionModules: (self, bytes) => checkShards(bytes, 'listAttentionModules'),
+      listAttentionModules: (self, bytes) => {
+        const shards = checkShards(bytes, 'listAttentionModules');
+        bytesOnly('listAttentionModules', shards);
+        return shards;
+      },
     },
+    sends: {},
     creates: {
       createMultiheadAttention: { type: 'MultiheadAttention', check: (self, config) => checkConfig(config) },
       createKVCache: { type: 'KVCache', check: (self, options) => checkSdpaCache(options) },
@@ -60,8 +81,20 @@ export const PROXIED = {
       // Bare Float32Arrays are checked against the module's parameters.
       loadStateDict: (self, stateDict, options) =>
         checkLoadStateDict(stateDict, options, self.state.parameters),
-      loadSafetensors: (self, bytes, options) => checkLoadSafetensors(bytes, options),
+      loadSafetensors: (self, bytes, options) => {
+        const checked = checkLoadSafetensors(bytes, options);
+        bytesOnly('loadSafetensors', checked.shards, checked.read);
+        return checked;
+      },
       forward: (self, q, k, v, options) => checkForward(q, k, v, options, self.ours),
+    },
+    sends: {
+      // The tensors under the prefix; the others by shape alone (the error that lists the
+      // nearest modules needs no more); entries that are not tensors, not at all.
+      loadStateDict: ({ options, inside, outside }) => [Object.fromEntries([...inside,
+        ...outside.map(([key, { shape }]) => [key, { data: new Float32Array(shape.length ? 0 : 1), shape }])]),
+      options],
+      loadSafetensors: ({ options, shards }) => [shards.map((shard) => shardPieces(shard, options.prefix)), options],
     },
     creates: {
       createKVCache: {
@@ -87,6 +120,7 @@ export const PROXIED = {
       save: null,
       resize: (self, maxLength) => checkResize(maxLength),
     },
+    sends: {},
     creates: {},
     loads: {
       select: { type: 'KVCache', check: (self, indices) => checkSelect(indices) },
@@ -105,3 +139,55 @@ export const PROXIED = {
 
 // Marks a proxied object in a message: { [HANDLE]: id }.
 export const HANDLE = '__mhaHandle';
+// Marks a call's typed array in a message: { [ARRAY]: index } (proxy_client.js, proxy_worker.js).
+export const ARRAY = '__mhaArray';
+// Marks a .safetensors shard sent in part: { [PIECES]: { size, pieces: [[offset, bytes], ...] } },
+// the file's size and the ranges sent; the worker rebuilds it with zeros elsewhere.
+export const PIECES = '__mhaPieces';
+
+// A shard as loadSafetensors needs it through the proxy: its header and the tensors under
+// `prefix` (every tensor a load reads is, and the header names the others, by shape, for the
+// error that lists the nearest modules). A header this cannot read is the core's to refuse: the
+// shard is then sent whole.
+function shardPieces(shard, prefix) {
+  if (shard.byteLength < 8) return shard;
+  const length = Number(new DataView(shard.buffer, shard.byteOffset, 8).getBigUint64(0, true));
+  if (length > shard.byteLength - 8) return shard;
+  let header;
+  try {
+    header = JSON.parse(new TextDecoder().decode(shard.subarray(8, 8 + length)));
+  } catch {
+    return shard;
+  }
+  if (header === null || typeof header !== 'object') return shard;
+  const pieces = [[0, shard.subarray(0, 8 + length)]];
+  for (const [name, entry] of Object.entries(header)) {
+    if (name === '__metadata__' || !name.startsWith(prefix)) continue;
+    const [begin, end] = entry?.data_offsets ?? [];
+    if (!(Number.isSafeInteger(begin) && Number.isSafeInteger(end) && begin >= 0 && begin <= end &&
+          8 + length + end <= shard.byteLength)) return shard;
+    pieces.push([8 + length + begin, shard.subarray(8 + length + begin, 8 + length + end)]);
+  }
+  return { [PIECES]: { size: shard.byteLength, pieces } };
+}
+
+// Only arrays of these builtin types are staged (a view of the same type is made in the worker);
+// any other view in a call (a subclass, a DataView) sends the whole call by clone.
+const TYPES = new Set(['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array',
+  'Int32Array', 'Uint32Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array']);
+
+export function builtinType(array) {
+  const name = array.constructor?.name;
+  return TYPES.has(name) && Object.getPrototypeOf(array) === globalThis[name].prototype ? name : null;
+}
+
+// An error as a message carries it, and back: the package's error classes (errors.js) and the
+// language's (TypeError, RangeError, ...) arrive as the same class, with the same message.
+export const errorFields = (error) =>
+  ({ name: error?.name ?? 'Error', message: error?.message ?? String(error) });
+
+export function errorFrom({ name, message }) {
+  const Type = Object.hasOwn(errors, name) ? errors[name] : globalThis[name];
+  const known = typeof Type === 'function' && (Type === Error || Type.prototype instanceof Error);
+  return known ? new Type(message) : Object.assign(new Error(message), { name });
+}

@@ -6,17 +6,32 @@
 //   { op: 'call', id, target, method, args, create? }
 //                                             -> { op: 'reply', id, value | error, states }
 //   { op: 'release', id, target }             (dispose)  -> { op: 'reply', id, states }
-// With a channel (proxy_channel.js; `channel` is its buffer in the load message) the calls come
-// through it as well, or by postMessage when it says so; proxy_channel.js states that protocol
-// and runs the loop (serveWorker).
+// A call's arrays come as `staged: { buffer, views: [[type, byteOffset, length], ...] }` (a
+// SharedArrayBuffer the client filled, read in place) or `arrays: [copies]` (proxy_client.js).
 // Objects are addressed by handle (0 = the library); `create` is the handle
 // the client chose for the object a `creates` method returns.
-import * as env from './env_browser.js';
+import * as browserEnv from './env_browser.js';
 import { loadInThread } from './load.js';
-import { placeArrays, receivedArrays } from './proxy_arrays.js';
-import { serveWorker } from './proxy_channel.js';
-import { HANDLE, PROXIED } from './proxy_table.js';
+import { ARRAY, HANDLE, PIECES, PROXIED, errorFields } from './proxy_table.js';
 import { MHAError } from './errors.js';
+
+// The arrays of a message, in index order.
+export function receivedArrays({ staged, arrays }) {
+  if (staged === undefined) return arrays;
+  return staged.views.map(([type, offset, length]) =>
+    new globalThis[type](staged.buffer, offset, length));
+}
+
+// `value` with each { [ARRAY]: i } as arrays[i]; `other(object)` may stand in for any other
+// object (the worker turns handles into the objects they address), undefined if not.
+export function placeArrays(value, arrays, other = () => undefined) {
+  if (Array.isArray(value)) return value.map((v) => placeArrays(v, arrays, other));
+  if (value === null || typeof value !== 'object' || value instanceof ArrayBuffer) return value;
+  if (ARRAY in value) return arrays[value[ARRAY]];
+  const found = other(value);
+  if (found !== undefined) return found;
+  return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, placeArrays(v, arrays, other)]));
+}
 
 const objects = new Map();   // handle -> { object, type }
 const failed = new Map();    // handle -> the error that kept it from being made
@@ -28,9 +43,20 @@ function lookUp(handle) {
 }
 
 // Handles in the arguments become the objects they stand for, array indices
-// the arrays (proxy_arrays.js).
+// the arrays, shards sent in part whole shards.
 function decode(value, arrays) {
-  return placeArrays(value, arrays, (object) => (HANDLE in object ? lookUp(object[HANDLE]).object : undefined));
+  return placeArrays(value, arrays, (object) => {
+    if (HANDLE in object) return lookUp(object[HANDLE]).object;
+    if (PIECES in object) return shardOf(placeArrays(object[PIECES], arrays));
+    return undefined;
+  });
+}
+
+// A .safetensors shard sent in part (proxy_table.js, shardPieces): zeros where nothing was sent.
+function shardOf({ size, pieces }) {
+  const shard = new Uint8Array(size);
+  for (const [offset, bytes] of pieces) shard.set(bytes, offset);
+  return shard;
 }
 
 function handlesIn(value, found = []) {
@@ -52,10 +78,6 @@ function buffersIn(value, found = []) {
 
 function stateOf({ object }, keys) {
   return Object.fromEntries(keys.map((key) => [key, object[key]]));
-}
-
-function encodeError(error) {
-  return { name: error?.name ?? 'Error', message: error?.message ?? String(error) };
 }
 
 async function call({ id, target, method, args, create, staged, arrays }) {
@@ -102,7 +124,7 @@ function holdLock(name) {
   }));
 }
 
-async function load({ options, files, lock }) {
+async function load({ options, files, lock }, env) {
   await holdLock(lock);
   const lib = await loadInThread(options, env, files);
   objects.set(0, { object: lib, type: 'MHALibrary' });
@@ -118,14 +140,40 @@ async function answer(message) {
   try {
     return { op: 'reply', ...(await call(message)) };
   } catch (error) {
-    return { op: 'reply', id: message.id, error: encodeError(error), states: {} };
+    return { op: 'reply', id: message.id, error: errorFields(error), states: {} };
   }
 }
 
-// The engine's answers to the client's messages (proxy_channel.js runs the loop).
-serveWorker(self, {
-  load: (message) => load(message).catch((error) => ({ op: 'failed', error: encodeError(error) })),
-  answer,
-  transfer: (reply) => buffersIn(reply.value),
-});
-self.postMessage({ op: 'started' });
+// The worker's message loop: answers each message, one at a time in the order sent (a call waits
+// for the load and for every call sent before it, as it would in the caller's thread).
+// `load(message)` answers { op: 'load' } and `answer(message)` the calls; `transfer(reply)` lists
+// the buffers handed over with a reply. A failure of the loop's own (a call's errors are replies)
+// is thrown outside the chain: it reaches the page's onerror, which rejects the pending calls,
+// where a rejected queue would leave them waiting.
+export function serveWorker(port, { load, answer, transfer }) {
+  const handle = async (message) => {
+    if (message.op === 'load') return port.postMessage(await load(message));
+    const reply = await answer(message);
+    port.postMessage(reply, transfer(reply));
+  };
+  let queue = Promise.resolve();
+  port.onmessage = ({ data }) => {
+    queue = queue.then(() => handle(data)).catch((error) => setTimeout(() => { throw error; }));
+  };
+}
+
+// Answers the client's messages on `port` with the engine loaded by `env` (env_browser.js in the
+// package's worker, env_node.js in Node's: proxy_worker_node.js) from `files`, or where null, the
+// load message's (a page's worker loads the files its page names).
+export function serveEngine(port, env, files = null) {
+  serveWorker(port, {
+    load: (message) => load({ ...message, files: files ?? message.files }, env)
+      .catch((error) => ({ op: 'failed', error: errorFields(error) })),
+    answer,
+    transfer: (reply) => buffersIn(reply.value),
+  });
+  port.postMessage({ op: 'started' });
+}
+
+// In the package's worker (its bundle, dist/mha-proxy-worker.mjs), at once.
+if (typeof WorkerGlobalScope === 'function' && self instanceof WorkerGlobalScope) serveEngine(self, browserEnv);

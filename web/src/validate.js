@@ -158,7 +158,6 @@ export function checkMask(mask, name) {
   return mask;
 }
 
-// A state_dict entry: a Float32Array of the expected shape, or a tensor.
 // A state_dict entry: a tensor, or a bare Float32Array when the parameter's
 // shape is known (`expectedShape`, undefined for other names).
 export function checkParameter(value, name, expectedShape) {
@@ -173,10 +172,4 @@ export function checkParameter(value, name, expectedShape) {
     throw new MHAError(`${name}: expected ${expected}, received ${describe(value)}`);
   }
   return checkTensor(value, name);
-}
-
-export function checkBytes(bytes, name) {
-  if (bytes instanceof ArrayBuffer) return new Uint8Array(bytes);
-  if (bytes instanceof Uint8Array) return bytes;
-  throw new MHAError(`${name}: expected a Uint8Array or an ArrayBuffer, received ${describe(bytes)}`);
 }

@@ -1,21 +1,21 @@
 // Loading weights from the modules people have (docs/design.md, "Weights from the
 // modules people have"): the checks of the options { prefix, layout, names },
 // of one .safetensors file or its shards, and of a state_dict's entries; and
-// the heap copies, which hold only what the core reads: each shard's header,
-// then the bytes of the tensors a load uses (a model's other layers never
-// enter the WASM heap).
+// the heap copy of a shard's header (the tensors a load uses follow it one at
+// a time, safetensors_load.js: a model's other layers never enter the heap).
 import { MHAError } from './errors.js';
+import { checkSource } from './safetensors_sources.js';
 import {
-  checkBytes, checkOptionsObject, checkParameter, describe, shapeOf,
+  checkOptionsObject, checkParameter, describe, shapeOf,
 } from './validate.js';
 
 const LAYOUTS = ['auto', 'torch', 'qkv-linear', 'gpt2', 'neox'];
-const MAX_HEADER_BYTES = 100 * 2 ** 20;  // the core refuses longer headers
 const ROLES = ['q', 'k', 'v', 'out', 'qkv'];
 
-// The core's options: { prefix, layout, names }.
-export function checkWeightOptions(options, name) {
-  const o = checkOptionsObject(options, name, ['prefix', 'layout', 'names']);
+// The core's options: { prefix, layout, names } (`more`: other keys the
+// method takes, checked by it).
+export function checkWeightOptions(options, name, more = []) {
+  const o = checkOptionsObject(options, name, ['prefix', 'layout', 'names', ...more]);
   const { prefix = '', layout = 'auto', names = {} } = o;
   if (typeof prefix !== 'string') {
     throw new MHAError(`${name}: prefix: expected a string, received ${describe(prefix)}`);
@@ -43,37 +43,23 @@ export function checkWeightOptions(options, name) {
   return { prefix, layout, names: checked };
 }
 
-// One .safetensors file's bytes, or an array of them (the shards of one
-// checkpoint), as an array of Uint8Arrays.
+// One .safetensors file's source (bytes, a Blob, a Response or a
+// ReadableStream: safetensors_sources.js), or an array of them (the shards of
+// one checkpoint), as an array of checked sources.
 export function checkShards(bytes, name) {
-  if (!Array.isArray(bytes)) return [checkBytes(bytes, `${name}: bytes`)];
+  if (!Array.isArray(bytes)) return [checkSource(bytes, `${name}: bytes`)];
   if (bytes.length === 0) {
-    throw new MHAError(`${name}: bytes: expected the bytes of a .safetensors file or an array ` +
-                       'of them (shards), received an empty array');
+    throw new MHAError(`${name}: bytes: expected a .safetensors file's bytes, Blob, Response or ` +
+                       'ReadableStream, or an array of them (shards), received an empty array');
   }
-  return bytes.map((shard, i) => checkBytes(shard, `${name}: bytes[${i}]`));
+  return bytes.map((shard, i) => checkSource(shard, `${name}: bytes[${i}]`));
 }
 
-// A shard's header in the heap, as the binding reads it: {ptr, size, fileSize}.
-// Only the 8-byte length and the JSON header are copied (only the length when
-// it is impossible: the core reports it); the core checks every offset
+// A shard's header ({bytes, fileSize} from readHeader) in the heap, as the
+// binding reads it: {ptr, size, fileSize}; the core checks every offset
 // against the whole file's size.
-export function copyHeader(heap, bytes) {
-  let size = bytes.byteLength;
-  if (size >= 8) {
-    const length = Number(new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true));
-    size = length <= Math.min(size - 8, MAX_HEADER_BYTES) ? 8 + length : 8;
-  }
-  return { ptr: size === 0 ? 0 : heap.copyIn(bytes, size), size, fileSize: bytes.byteLength };
-}
-
-// The tensors a load reads, [{name, shard, begin, end}] from the core, copied
-// into the heap: [{name, ptr}].
-export function copySources(heap, shards, sources) {
-  return sources.map(({ name, shard, begin, end }) => ({
-    name,
-    ptr: end > begin ? heap.copyIn(shards[shard].subarray(begin, end)) : 0,
-  }));
+export function copyHeader(heap, { bytes, fileSize }) {
+  return { ptr: bytes.length === 0 ? 0 : heap.copyIn(bytes), size: bytes.length, fileSize };
 }
 
 // A 0-d tensor (a buffer such as GPT-2's masked_bias): no projection uses one.

@@ -17,9 +17,10 @@ export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const FIREFOX = process.env.FIREFOX_PATH ?? '/usr/bin/firefox-esr';
 const MULTIARCH = { x64: 'x86_64-linux-gnu', arm64: 'aarch64-linux-gnu' }[process.arch] ?? `${process.arch}-linux-gnu`;
 const MINIBROWSER = process.env.MINIBROWSER_PATH ?? `/usr/lib/${MULTIARCH}/webkit2gtk-4.1/MiniBrowser`;
+// --expose-gc: a page may collect its garbage to measure the memory it holds (streamed_load.test.mjs).
 export const CHROMIUM_ARGS = [
   '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync',
+  '--disable-component-update', '--disable-sync', '--js-flags=--expose-gc',
 ];
 // A fresh Firefox profile that opens the given page and nothing else, and calls no one.
 const FIREFOX_PREFS = {

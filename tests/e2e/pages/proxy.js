@@ -47,14 +47,9 @@ async function outcomeOf(call) {
   return pending.then(() => ({ threw: false, resolved: true }), (error) => ({ threw: false, ...errorOf(error) }));
 }
 
-// Where a stalled call is: the ids in the channel's two mailboxes (proxy_channel.js: [id, kind,
-// ...] each) and the client's call in flight, so that a stall says which side it waits on.
-function channelState() {
-  const { channel, inFlight, queue, pending } = lib.connection;
-  if (!channel) return 'no channel';
-  const [request, reply] = [channel.requests.words, channel.replies.words];
-  return `request mailbox [id ${request[0]}, kind ${request[1]}], reply mailbox [id ${reply[0]}, kind ${reply[1]}], ` +
-    `in flight ${inFlight?.message.id ?? 'none'}, queued ${queue.length}, pending ${[...pending.keys()].join(' ')}`;
+// Where a stalled call is: the ids of the calls the worker has not answered.
+function pendingCalls() {
+  return `pending ${[...lib.connection.pending.keys()].join(' ')}`;
 }
 
 window.proxyTest = {
@@ -228,7 +223,7 @@ window.proxyTest = {
     let calls = 0;
     const start = performance.now();
     const settled = (what, promise) => new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`stalled: ${what} (call ${calls + 1}) did not settle in ${stallMs} ms; ${channelState()}`)), stallMs);
+      const timer = setTimeout(() => reject(new Error(`stalled: ${what} (call ${calls + 1}) did not settle in ${stallMs} ms; ${pendingCalls()}`)), stallMs);
       promise.then((value) => { clearTimeout(timer); calls++; resolve(value); }, (error) => { clearTimeout(timer); reject(error); });
     });
     try {

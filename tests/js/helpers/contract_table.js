@@ -232,7 +232,7 @@ export function contractTable(fixture) {
       create(ctx, { ...config, sinks: true }).loadStateDict(params),
     REJECTS(/sinks: not in the checkpoint, and the module was created with sinks$/)],
     ['loadSafetensors: a string', (ctx) => create(ctx).loadSafetensors('model.safetensors'),
-      REJECTS(/loadSafetensors: bytes: expected a Uint8Array or an ArrayBuffer/)],
+      REJECTS(/loadSafetensors: bytes: expected a Uint8Array, an ArrayBuffer, a Blob, a Response or a ReadableStream/)],
     ['loadSafetensors: an unknown layout', (ctx) => create(ctx).loadSafetensors(fixture.bytes, { layout: 'keras' }),
       REJECTS(/loadSafetensors: layout: expected one of/)],
     ['loadSafetensors: bytes that are not a safetensors file', (ctx) => create(ctx).loadSafetensors(new Uint8Array(20)),
@@ -436,7 +436,7 @@ export function contractTable(fixture) {
     // The library's other calls.
     ['listAttentionModules', ({ lib }) => lib.listAttentionModules(fixture.bytes), RESOLVES],
     ['listAttentionModules: a string', ({ lib }) => lib.listAttentionModules('model.safetensors'),
-      REJECTS(/^listAttentionModules: bytes: expected a Uint8Array or an ArrayBuffer/)],
+      REJECTS(/^listAttentionModules: bytes: expected a Uint8Array, an ArrayBuffer, a Blob, a Response or a ReadableStream/)],
     ['listAttentionModules: no shards', ({ lib }) => lib.listAttentionModules([]),
       REJECTS(/^listAttentionModules: bytes: .*received an empty array$/)],
     ['listAttentionModules: bytes that are not a safetensors file', ({ lib }) =>

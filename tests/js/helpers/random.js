@@ -1,12 +1,18 @@
 // Reproducible random tensors and modules for the reliability tests.
 
+// Numbers in [0, 1), reproducible: an LCG seeded by `seed`.
+export function lcg(seed) {
+  let state = seed >>> 0;
+  return () => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    return state / 2 ** 32;
+  };
+}
+
 // Deterministic pseudo-random floats in [-1, 1) (an LCG seeded by `seed`).
 export function randomTensor(shape, seed) {
-  let state = seed >>> 0;
-  const data = new Float32Array(shape.reduce((a, b) => a * b, 1)).map(() => {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
-    return state / 2 ** 31 - 1;
-  });
+  const random = lcg(seed);
+  const data = new Float32Array(shape.reduce((a, b) => a * b, 1)).map(() => 2 * random() - 1);
   return { data, shape };
 }
 

@@ -2,8 +2,8 @@
 // the declarations accept the documented API and reject misuse.
 import { loadMHA, MHAError } from 'mha-wasm';
 import type {
-  AttentionModuleInfo, DimsTensor, ForwardResult, KVCache, MHALibrary, Mask, ModuleKVCache,
-  MultiheadAttentionConfig, SdpaKVCache, Tensor,
+  AttentionModuleInfo, DimsTensor, ForwardResult, KVCache, LoadProgress, MHALibrary, Mask,
+  ModuleKVCache, MultiheadAttentionConfig, SdpaKVCache, Tensor,
 } from 'mha-wasm';
 
 export async function usage(): Promise<number> {
@@ -23,6 +23,14 @@ export async function usage(): Promise<number> {
   const qwen3 = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, numKVHeads: 1,
     qkNorm: { type: 'rms', over: 'head', eps: 1e-6, weightOffset: 1 } });
   await qwen3.loadSafetensors(shards, { layout: 'neox' });
+  // Streamed: Responses, Blobs, streams and arrays of them, with progress and cancel.
+  const controller = new AbortController();
+  const response = await fetch('/model-00001-of-00002.safetensors');
+  await mha.loadSafetensors([response, new Blob([]), new File([], 'a.safetensors'), new Blob([]).stream()], {
+    prefix: '', signal: controller.signal,
+    onProgress: ({ loaded, total }: LoadProgress) => { void (loaded / total); },
+  });
+  await lib.listAttentionModules(new Blob([]));
   const { inUseBytes } = await lib.heapInfo();
   lib.terminate?.();
   const x: Tensor = { data: new Float32Array(16), shape: [1, 2, 8] };
@@ -126,6 +134,10 @@ export async function usage(): Promise<number> {
     // @ts-expect-error rolling needs a module made with a window
     gqa.createKVCache({ batchSize: 1, maxLength: 8, rolling: true });
     void none, maybe, wrongKind;
+    // @ts-expect-error a checkpoint is not named by a URL string: fetch it
+    await mha.loadSafetensors('/model.safetensors');
+    // @ts-expect-error onProgress is a function
+    await mha.loadSafetensors(shards, { onProgress: true });
     void notAwaited;
   } catch (error) {
     if (!(error instanceof MHAError)) throw error;

@@ -1,0 +1,107 @@
+// A checkpoint of a few hundred MB in two shards, generated here (not committed) and served over
+// HTTP, loaded in each browser from fetch() Responses (docs/design.md, "Loading large checkpoints
+// in a page"): the heap peaks at the weights plus the largest tensor (+ 5 %), measured as the rise
+// of the WASM heap's top (sbrk: dlmalloc never gives memory back, so the top is a high-water mark)
+// plus, in Chromium, the largest rise of the JS heap held (performance.memory after a gc(),
+// sampled during the load; elsewhere the JS heap is not measured); progress is monotone to its total; the unused tensor closing each shard is never read;
+// and a load aborted halfway leaves the module's outputs and memory as they were.
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { after, before } from 'node:test';
+import { titledReady, useTestPage } from './harness.mjs';
+
+const E = 3072;
+const CONFIG = { embedDim: E, numHeads: 24 };
+const UNUSED = [4096, 4096];   // 64 MiB closing each shard
+const UNUSED_BYTES = 4096 * 4096 * 4;
+
+// A .safetensors file of float32 tensors [name, shape, value] filled with one value each.
+function shard(tensors) {
+  const header = {};
+  let offset = 0;
+  for (const [name, shape] of tensors) {
+    const bytes = shape.reduce((a, b) => a * b) * 4;
+    header[name] = { dtype: 'F32', shape, data_offsets: [offset, offset + bytes] };
+    offset += bytes;
+  }
+  // Padded with spaces (as the format allows) so that the data starts 8-byte aligned.
+  const text = JSON.stringify(header);
+  const json = Buffer.from(text.padEnd(Math.ceil(text.length / 8) * 8));
+  const file = new Uint8Array(8 + json.length + offset);
+  new DataView(file.buffer).setBigUint64(0, BigInt(json.length), true);
+  file.set(json, 8);
+  for (const [name, , value] of tensors) {
+    const [begin, end] = header[name].data_offsets;
+    new Float32Array(file.buffer, 8 + json.length + begin, (end - begin) / 4).fill(value);
+  }
+  return file;
+}
+
+const SHARDS = [
+  [['attn.in_proj_weight', [3 * E, E], 1e-3], ['attn.in_proj_bias', [3 * E], 0.01],
+    ['other.weight', UNUSED, 0.5]],
+  [['attn.out_proj.weight', [E, E], 2e-3], ['attn.out_proj.bias', [E], 0.01], ['other.bias', UNUSED, 0.5]],
+];
+const LARGEST = 3 * E * E * 4;
+
+useTestPage('/tests/e2e/pages/streamed_load.html', { tests: true, isolated: false, ready: titledReady }, (ctx) => {
+  let server;
+  let urls;
+  let files;
+  before(async () => {
+    files = SHARDS.map(shard);
+    // Another origin, as a CDN: CORS, and cross-origin resources allowed.
+    server = createServer((req, res) => {
+      const file = files[Number(/^\/shard-(\d)\.safetensors$/.exec(req.url)?.[1])];
+      if (!file) {
+        res.writeHead(404).end();
+        return;
+      }
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': file.length,
+        'Access-Control-Allow-Origin': '*', 'Cross-Origin-Resource-Policy': 'cross-origin' });
+      let at = 0;
+      const send = () => {
+        while (at < file.length) {
+          const chunk = file.subarray(at, at + (1 << 20));
+          at += chunk.length;
+          if (!res.write(chunk)) {
+            res.once('drain', send);
+            return;
+          }
+        }
+        res.end();
+      };
+      res.on('close', () => { at = file.length; });
+      send();
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    urls = files.map((_, i) => `http://127.0.0.1:${server.address().port}/shard-${i}.safetensors`);
+  });
+  after(() => server?.close());
+
+  ctx.test('a multi-shard checkpoint streams in with the heap at the weights plus one tensor', async (t) => {
+    const r = await ctx.page.evaluate(([u, c]) => window.streamTest.load(u, c, 'attn.'), [urls, CONFIG],
+      { timeout: 120_000 });
+    t.diagnostic(JSON.stringify(r));
+    assert.equal(r.memory, 4 * (4 * E * E + 4 * E));
+    // The peak: the WASM heap's, plus (Chromium) the JS heap's largest rise held.
+    const peak = r.heapRise + (r.jsRise ?? 0);
+    assert.ok(peak <= (r.memory + LARGEST) * 1.05, `the heaps rose ${r.heapRise} (WASM) + ` +
+      `${r.jsRise} (JS) bytes, for ${r.memory} of weights and a ${LARGEST}-byte tensor`);
+    assert.ok(r.monotone && r.events > 10, `${r.events} progress events, monotone: ${r.monotone}`);
+    assert.equal(r.loaded, r.total);
+    // Each shard is read up to its last tensor used; the unused one after it is not.
+    assert.equal(r.total, files.reduce((n, file) => n + file.length, 0) - 2 * UNUSED_BYTES);
+    assert.ok(r.finite);
+  });
+
+  ctx.test('a load aborted halfway rejects with an AbortError and leaves the module unchanged', async () => {
+    const r = await ctx.page.evaluate(([u, c]) => window.streamTest.abort(u, c, 'attn.', 0.5),
+      [urls, CONFIG], { timeout: 120_000 });
+    assert.deepEqual(r.error && { name: r.error.name, isMHAError: r.error.isMHAError },
+      { name: 'AbortError', isMHAError: true }, JSON.stringify(r));
+    assert.match(r.error.message, /^loadSafetensors: aborted/);
+    assert.ok(r.at >= 0.5 && r.at < 1, `aborted at ${r.at}`);
+    assert.ok(r.unchanged, 'outputs or memory changed');
+  });
+});
