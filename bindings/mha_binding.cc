@@ -21,6 +21,7 @@
 
 #include "hwy/highway.h"
 #include "hwy/targets.h"
+#include "src/core/option_rules.h"
 #include "src/kernels/kernels.h"
 #include "bindings/call_frame.h"
 #include "bindings/rotary_from_js.h"
@@ -62,6 +63,37 @@ val HeapInfo() {
   // mallinfo counts in int: read the bits as unsigned past 2 GiB.
   info.set("inUseBytes", static_cast<double>(static_cast<unsigned>(stats.uordblks)));
   return info;
+}
+
+// The core's option rules (src/core/option_rules.h), which
+// scripts/option_rules.mjs writes into web/src/option_rules.js for the JS
+// checks, and the core's check by one of them (tests/js/option_rules.test.js
+// holds the JS checks to it); "" when the value is allowed.
+const std::vector<const OptionRule*>& AllOptionRules() {
+  static const std::vector<const OptionRule*> rules = {
+      &kModuleScoreRules.scale, &kModuleScoreRules.softcap, &kSdpaScoreRules.scale,
+      &kSdpaScoreRules.softcap};
+  return rules;
+}
+
+val OptionRulesBinding() {
+  val rules = val::array();
+  for (const OptionRule* rule : AllOptionRules()) {
+    val row = val::object();
+    row.set("call", std::string(rule->call));
+    row.set("name", std::string(rule->name));
+    row.set("min", rule->min);
+    row.set("expected", std::string(rule->expected));
+    rules.call<void>("push", row);
+  }
+  return rules;
+}
+
+std::string CheckOptionBinding(const std::string& call, const std::string& name, float value) {
+  for (const OptionRule* rule : AllOptionRules()) {
+    if (call == rule->call && name == rule->name) return CheckOption(*rule, value).message();
+  }
+  return "no rule for " + call + " " + name;
 }
 
 // JS checks that every dim is a positive safe integer before calling.
@@ -452,6 +484,8 @@ EMSCRIPTEN_BINDINGS(mha) {
   emscripten::function("initialize", &Initialize);
   emscripten::function("info", &Info);
   emscripten::function("heapInfo", &HeapInfo);
+  emscripten::function("optionRules", &OptionRulesBinding);
+  emscripten::function("checkOption", &CheckOptionBinding);
   emscripten::function("allocate", &Allocate);
   emscripten::function("free", &Free);
   emscripten::function("scaledDotProductAttention", &ScaledDotProductAttentionBinding,

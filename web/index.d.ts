@@ -257,9 +257,16 @@ export interface KVCacheOptions {
    * each scaledDotProductAttention call's): appending past maxLength drops the oldest keys,
    * which no later query sees; results are identical to a cache that keeps every key. Each call
    * needs maxLength >= left window + the rows it appends (else MHAError naming the three
-   * numbers). A module without a finite left window throws MHAError.
+   * numbers). A module without a finite left window throws MHAError (and, made without a
+   * `window`, does not type-check: {@link WindowlessCacheOptions}).
    */
   rolling?: boolean;
+}
+
+/** The cache options of a module made without a `window`: no `rolling`, which needs one. */
+export interface WindowlessCacheOptions extends KVCacheOptions {
+  /** Only false: a rolling cache needs a module with a finite left window. */
+  rolling?: false;
 }
 
 /** A cache for scaledDotProductAttention: {@link MHALibrary.createKVCache}. */
@@ -273,8 +280,17 @@ export interface SdpaKVCacheOptions extends KVCacheOptions {
 }
 
 /**
+ * Type-only: what tells a module's cache from scaledDotProductAttention's. Not exported (the
+ * package has no such value; `export {}` at the end keeps a declaration file's others from
+ * exporting it).
+ * @hidden
+ */
+declare const cacheKind: unique symbol;
+
+/**
  * Keys and values kept across calls for decoding. maxLength, batchSize and dtype are known at
- * once in both modes; a disposed cache's getters throw MHAError.
+ * once in both modes; a disposed cache's getters throw MHAError. Of two kinds, which do not mix:
+ * {@link ModuleKVCache} and {@link SdpaKVCache}.
  */
 export interface KVCache {
   /**
@@ -322,9 +338,9 @@ export interface KVCache {
    * prompt prefilled once, to four beams: Int32Array.of(0, 0, 0, 0)). An index outside
    * [0, batchSize) rejects with MHAError.
    */
-  select(indices: Int32Array): Promise<KVCache>;
+  select(indices: Int32Array): Promise<this>;
   /** A new cache with the same keys, values and length (fork a conversation). */
-  clone(): Promise<KVCache>;
+  clone(): Promise<this>;
   /**
    * Makes maxLength `maxLength`, in place (new storage, the held keys copied); in order with
    * the other calls. Below `held` rejects with MHAError, the cache left as it was.
@@ -332,6 +348,18 @@ export interface KVCache {
   resize(maxLength: number): Promise<void>;
   /** Frees the cache's WASM memory; later getters throw MHAError, later calls reject with one. */
   dispose(): void;
+}
+
+/** A module's cache ({@link MultiheadAttention.createKVCache}), for that module's forward. */
+export interface ModuleKVCache extends KVCache {
+  /** Type-only: a module's cache. @hidden */
+  readonly [cacheKind]: 'module';
+}
+
+/** A cache for {@link MHALibrary.scaledDotProductAttention} ({@link MHALibrary.createKVCache}). */
+export interface SdpaKVCache extends KVCache {
+  /** Type-only: scaledDotProductAttention's cache. @hidden */
+  readonly [cacheKind]: 'sdpa';
 }
 
 /** One state_dict entry a module has ({@link MultiheadAttention.parameters}). */
@@ -457,7 +485,7 @@ export interface ForwardOptions {
   keyPaddingMask?: MaskInput;
   /** (L, S) or (N * numHeads, L, S); bool or additive. */
   attnMask?: MaskInput;
-  /** Return the attention weights too; default false (PyTorch's default is true). */
+  /** Return the attention weights too; default true, as PyTorch's (false saves their memory). */
   needWeights?: boolean;
   /** Weights averaged over heads (N, L, S) rather than per head (N, numHeads, L, S); default true. */
   averageAttnWeights?: boolean;
@@ -467,7 +495,7 @@ export interface ForwardOptions {
    * This module's cache: key/value hold only the new rows (or are both null to attend the
    * cache only), appended at positions cache.length..; masks and weights span all keys held.
    */
-  cache?: KVCache | null;
+  cache?: ModuleKVCache | null;
   /**
    * Rotary position of each query row and of the key row appended with it: N * L entries,
    * batch-major (n * L + i) whatever batchFirst (L unbatched); default cache.length + i.
@@ -478,16 +506,36 @@ export interface ForwardOptions {
   positions?: Int32Array;
 }
 
-/** What {@link MultiheadAttention.forward} resolves to. */
-export interface ForwardResult {
+/**
+ * What {@link MultiheadAttention.forward} resolves to; `Weights` as needWeights says: Tensor for
+ * true or none (the default), null for false, either for a boolean only known at run time.
+ */
+export interface ForwardResult<Weights extends Tensor | null = Tensor | null> {
   /** (L, N, E), (N, L, E) with batchFirst, or (L, E) unbatched. */
   output: Tensor;
-  /** null unless needWeights. */
-  weights: Tensor | null;
+  /** (N, L, S) averaged, (N, numHeads, L, S) per head; null with needWeights: false. */
+  weights: Weights;
 }
 
-/** A module made by {@link MHALibrary.createMultiheadAttention}: nn.MultiheadAttention in eval mode. */
-export interface MultiheadAttention {
+/**
+ * forward's arguments after the query for options of type O: key and value, or both null to
+ * attend the cache's keys only (then options must hold this module's cache).
+ */
+export type ForwardArgs<O extends ForwardOptions> =
+  | [key: TensorInput, value: TensorInput, options?: O]
+  | [key: null, value: null, options: O & WithModuleCache];
+
+/** Forward options with a cache, as key and value null need. */
+export interface WithModuleCache {
+  /** This module's cache: the query attends the keys it holds. */
+  cache: ModuleKVCache;
+}
+
+/**
+ * A module made by {@link MHALibrary.createMultiheadAttention}: nn.MultiheadAttention in eval
+ * mode. `Windowed`: whether it was made with a `window` (its caches may then be rolling).
+ */
+export interface MultiheadAttention<Windowed extends boolean = boolean> {
   /**
    * The state_dict entries this configuration has, known at once in both modes (a function of
    * the config); a disposed module's throws MHAError.
@@ -512,17 +560,26 @@ export interface MultiheadAttention {
    * failed or aborted load changes nothing.
    */
   loadSafetensors(bytes: SafetensorsBytes, options?: SafetensorsLoadOptions): Promise<void>;
-  /** Bad input and the core's errors (shapes, the cache) reject with MHAError. */
-  forward(query: TensorInput, key: TensorInput | null, value: TensorInput | null,
-    options?: ForwardOptions): Promise<ForwardResult>;
+  /**
+   * Bad input and the core's errors (shapes, the cache) reject with MHAError. With needWeights
+   * true or unset (the default), the weights are a Tensor.
+   */
+  forward(query: TensorInput, ...args: ForwardArgs<ForwardOptions & { needWeights?: true }>):
+    Promise<ForwardResult<Tensor>>;
+  /** With needWeights: false, the weights are null. */
+  forward(query: TensorInput, ...args: ForwardArgs<ForwardOptions & { needWeights: false }>):
+    Promise<ForwardResult<null>>;
+  /** needWeights a boolean known at run time: the weights are a Tensor or null. */
+  forward(query: TensorInput, ...args: ForwardArgs<ForwardOptions>): Promise<ForwardResult>;
   /** A cache of this module's key/value heads for decoding. */
-  createKVCache(options: KVCacheOptions): KVCache;
+  createKVCache(options: Windowed extends true ? KVCacheOptions : WindowlessCacheOptions):
+    ModuleKVCache;
   /**
    * A cache of this module from cache.save()'s bytes, continuing bit for bit where the saved one
    * was. Bytes of other key/value heads or head dims, another format version, truncated or
    * corrupted (a checksum) reject with MHAError naming what differs; nothing is allocated.
    */
-  loadKVCache(bytes: Uint8Array | ArrayBuffer): Promise<KVCache>;
+  loadKVCache(bytes: Uint8Array | ArrayBuffer): Promise<ModuleKVCache>;
   /** Frees the module's WASM memory; later getters throw MHAError, later calls reject with one. */
   dispose(): void;
 }
@@ -546,7 +603,7 @@ export interface SdpaOptions {
   /** key/value may have fewer heads, dividing the query's (PyTorch 2.5). */
   enableGqa?: boolean;
   /** A cache from lib.createKVCache: key/value (B, Hkv, S_new, E) are appended, or both null. */
-  cache?: KVCache | null;
+  cache?: SdpaKVCache | null;
 }
 
 /** What {@link MHALibrary.heapInfo} resolves to. */
@@ -573,6 +630,12 @@ export interface MHALibrary {
    * Throws MHAError for any config the core refuses. Through the proxy, a module the worker
    * cannot make (out of memory there) rejects its calls, and its getters throw, with that error.
    */
+  createMultiheadAttention(config: MultiheadAttentionConfig & { window: Window }):
+    MultiheadAttention<true>;
+  /** Made without a window (or with null): its caches are not rolling. */
+  createMultiheadAttention(config: MultiheadAttentionConfig & { window?: null }):
+    MultiheadAttention<false>;
+  /** A config whose window is known at run time only (a variable of this type). */
   createMultiheadAttention(config: MultiheadAttentionConfig): MultiheadAttention;
   /**
    * PyTorch's torch.nn.functional.scaled_dot_product_attention: query (B, H, L, E), key
@@ -582,9 +645,9 @@ export interface MHALibrary {
   scaledDotProductAttention(query: TensorInput, key: TensorInput | null, value: TensorInput | null,
     options?: SdpaOptions): Promise<Tensor>;
   /** A cache for scaledDotProductAttention. */
-  createKVCache(options: SdpaKVCacheOptions): KVCache;
+  createKVCache(options: SdpaKVCacheOptions): SdpaKVCache;
   /** A cache for scaledDotProductAttention from cache.save()'s bytes (as mha.loadKVCache). */
-  loadKVCache(bytes: Uint8Array | ArrayBuffer): Promise<KVCache>;
+  loadKVCache(bytes: Uint8Array | ArrayBuffer): Promise<SdpaKVCache>;
   /** The attention modules a checkpoint holds, read from its headers. */
   listAttentionModules(bytes: SafetensorsBytes): Promise<AttentionModuleInfo[]>;
   /** Diagnostics: the WASM heap's top, bytes in use, memory size. */
@@ -605,9 +668,9 @@ export interface MHALibrary {
 /**
  * Loads the engine (the WebAssembly build options.build, or the best this platform runs) and
  * resolves to the library; a platform that cannot run the build asked for rejects with MHAError.
- * Loads once per set of options: calls with the same options (while it loads and after) get the
- * same library, so a server may call it per request and React StrictMode's second effect starts
- * nothing more. After lib.dispose() the next call loads afresh.
+ * Loads once per set of options: calls whose options come to the same build, threads and proxy
+ * (while it loads and after) get the same library, so a server may call it per request and React
+ * StrictMode's second effect starts nothing more. After lib.dispose() the next call loads afresh.
  */
 export function loadMHA(options?: LoadOptions): Promise<MHALibrary>;
 
@@ -619,3 +682,6 @@ export class MHAError extends Error {
   /** Always 'MHAError'. */
   name: 'MHAError';
 }
+
+// Only the declarations marked `export` are the package's (cacheKind is not).
+export {};

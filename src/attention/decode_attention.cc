@@ -114,9 +114,10 @@ void RunDecodeHeads(const std::vector<AttentionHead>& heads, ThreadPool* pool,
     for (size_t item = begin; item < end; ++item) {
       const DecodeGroup& g = groups[item / ranges];
       const size_t range = item % ranges;
-      const size_t keys = g.num_keys - g.first_key;
-      const size_t j0 = g.first_key + keys * range / ranges;
-      const size_t j1 = g.first_key + keys * (range + 1) / ranges;
+      // In 64 bits: keys * ranges can wrap a 32-bit size_t (wasm32).
+      const uint64_t keys = g.num_keys - g.first_key;
+      const size_t j0 = g.first_key + static_cast<size_t>(keys * range / ranges);
+      const size_t j1 = g.first_key + static_cast<size_t>(keys * (range + 1) / ranges);
       kernels::DecodePartial(g, j0, j1, states + item * state_size,
                              thread_scratch + thread * scratch_size);
     }

@@ -1,21 +1,12 @@
 #include "src/core/attention_call.h"
 
-#include <cmath>
 #include <string>
 
 namespace mha {
 
-Status CheckScoreOptions(const ScoreOptions& options) {
-  // Any finite scale, as PyTorch's functional form takes (the module's own
-  // check wants it positive); an infinite one would make every score NaN.
-  if (!std::isfinite(options.scale)) {
-    return Status::InvalidArgument("scale: expected a finite number, got " +
-                                   std::to_string(options.scale));
-  }
-  if (!(std::isfinite(options.softcap) && options.softcap >= 0.0f)) {
-    return Status::InvalidArgument("softcap: expected a positive finite number (or 0 for none), "
-                                   "got " + std::to_string(options.softcap));
-  }
+Status CheckScoreOptions(const ScoreOptions& options, const ScoreRules& rules) {
+  MHA_RETURN_IF_ERROR(CheckOption(rules.scale, options.scale));
+  MHA_RETURN_IF_ERROR(CheckOption(rules.softcap, options.softcap));
   const WindowConfig& w = options.window;
   if (w.left < -1 || w.right < -1) {
     return Status::InvalidArgument("window: expected left and right >= 0 (or -1 for no bound), "

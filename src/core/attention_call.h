@@ -13,6 +13,7 @@
 
 #include "src/attention/attention.h"
 #include "src/core/kv_cache_internal.h"
+#include "src/core/option_rules.h"
 #include "src/kernels/kernels.h"
 #include "src/kv_cache.h"
 #include "src/scaled_dot_product_attention.h"
@@ -28,9 +29,9 @@ struct ScoreOptions {
   WindowConfig window;
 };
 
-// The options' checks the module's config and the functional call share; not
-// the scale, which the functional form takes as PyTorch does (any float).
-Status CheckScoreOptions(const ScoreOptions& options);
+// The options' checks, by a module's config's rules or the functional
+// form's (option_rules.h).
+Status CheckScoreOptions(const ScoreOptions& options, const ScoreRules& rules);
 
 struct AttentionPlan {
   size_t N = 1, H = 1, Hkv = 1;  // batch entries, query heads, key/value heads

@@ -58,9 +58,11 @@ Status KVCacheAccess::Create(const KVCacheConfig& config, uint64_t owner, int64_
   }
   const size_t element_size = ElementSize(c.dtype);
   const double rows = static_cast<double>(c.batch_size) * static_cast<double>(c.max_length);
-  const double widest = static_cast<double>(c.num_kv_heads) *
-                        static_cast<double>(c.head_dim > c.v_head_dim ? c.head_dim : c.v_head_dim);
-  if (!Addressable(rows * widest, element_size) || c.max_length > (int64_t{1} << 40)) {
+  // Keys and values together, as bytes() counts them: each half may fit where
+  // their sum wraps.
+  const double elements = rows * static_cast<double>(c.num_kv_heads) *
+                          (static_cast<double>(c.head_dim) + static_cast<double>(c.v_head_dim));
+  if (!Addressable(elements, element_size) || c.max_length > (int64_t{1} << 40)) {
     return Status::OutOfMemory("cache: out of memory for batch_size " +
                                std::to_string(c.batch_size) + " and max_length " +
                                std::to_string(c.max_length) +

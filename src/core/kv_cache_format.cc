@@ -190,7 +190,14 @@ Status KVCache::Save(std::vector<uint8_t>* out) const {
   h.max_length = static_cast<uint64_t>(config_.max_length);
   h.length = static_cast<uint64_t>(length());
   h.held = static_cast<uint64_t>(held());
-  const size_t payload = static_cast<size_t>(PayloadBytes(config_, static_cast<double>(h.held)));
+  const double payload_bytes = PayloadBytes(config_, static_cast<double>(h.held));
+  // The cache's storage is addressable (KVCacheAccess::Create); with the
+  // header it may not be, and the size would wrap.
+  if (!Addressable(static_cast<double>(kLeastBytes) + payload_bytes, 1)) {
+    return Status::OutOfMemory("save: the bytes of a cache of " + std::to_string(h.held) +
+                               " keys per entry would exceed the address space");
+  }
+  const size_t payload = static_cast<size_t>(payload_bytes);
   try {
     out->assign(kLeastBytes + payload, 0);
   } catch (const std::bad_alloc&) {

@@ -80,14 +80,10 @@ Status MultiheadAttention::Create(const MultiheadAttentionConfig& config,
   if (resolved.qk_head_dim == 0) resolved.qk_head_dim = head_dim;
   if (resolved.v_head_dim == 0) resolved.v_head_dim = head_dim;
   if (resolved.num_kv_heads == 0) resolved.num_kv_heads = c.num_heads;
-  if (!(std::isfinite(c.scale) && c.scale >= 0.0f)) {
-    return Status::InvalidArgument("scale: expected a positive finite number (or 0 for the "
-                                   "default), got " + std::to_string(c.scale));
-  }
+  MHA_RETURN_IF_ERROR(CheckScoreOptions({c.scale, c.softcap, c.window}, kModuleScoreRules));
   if (resolved.scale == 0.0f) {
     resolved.scale = 1.0f / std::sqrt(static_cast<float>(resolved.qk_head_dim));
   }
-  MHA_RETURN_IF_ERROR(CheckScoreOptions({resolved.scale, c.softcap, c.window}));
   for (const auto& [on, name] : {std::make_pair(c.window.enabled(), "window"),
                                  std::make_pair(c.alibi.enabled, "alibi")}) {
     if (on && (c.add_bias_kv || c.add_zero_attn)) {

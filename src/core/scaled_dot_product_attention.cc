@@ -135,7 +135,7 @@ Status CheckSdpa(const TensorView& query, const TensorView& key, const TensorVie
                                    ShapeString(key.shape) +
                                    (options.cache != nullptr ? " and an empty cache" : ""));
   }
-  MHA_RETURN_IF_ERROR(CheckScoreOptions({options.scale, options.softcap, options.window}));
+  MHA_RETURN_IF_ERROR(CheckScoreOptions({options.scale, options.softcap, options.window}, kSdpaScoreRules));
   for (const auto& [name, t] : {std::make_pair("sinks", &options.sinks),
                                 std::make_pair("alibi_slopes", &options.alibi_slopes)}) {
     if (t->data != nullptr && t->shape != Shape{d->H}) {

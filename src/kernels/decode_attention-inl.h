@@ -268,6 +268,9 @@ void DecodeRange(const DecodeGroup& g, size_t j0, size_t j1, float* state, float
   for (size_t r = 0; r < rows; ++r) {
     for (size_t e = 0; e < v_pad; ++e) state[r * row_size + e] = 0.0f;
   }
+  // Each row's keys (ScoreRule::Keys), once per call, not per sub-block.
+  kernels::KeyRange reads[kernels::kMaxDecodeRows];
+  for (size_t r = 0; r < rows; ++r) reads[r] = g.rule[r].Keys(0, g.num_keys);
   const DecodeScoresFn scores = DecodeScoresFor<kDim>(tile);
   const DecodeValuesFn values = DecodeValuesFor(tile);
   for (size_t c0 = j0; c0 < j1; c0 += kDecodeSubBlock) {
@@ -292,13 +295,13 @@ void DecodeRange(const DecodeGroup& g, size_t j0, size_t j1, float* state, float
       // reaches it.
       kernels::KeyRange common{c0, c0 + cols};
       for (size_t r = r0; r < r0 + n; ++r) {
-        common = Clip(g.rule[r].Keys(0, g.num_keys), common.begin, common.end);
+        common = Clip(reads[r], common.begin, common.end);
       }
       const size_t skip = common.begin - c0;
       values(st + skip * chunk + r0, chunk, v + skip * v_step, v_step, v_pad,
              common.end - common.begin, n, corr + r0, grew, state + r0 * row_size, row_size);
       for (size_t r = r0; r < r0 + n; ++r) {
-        const kernels::KeyRange mine = Clip(g.rule[r].Keys(0, g.num_keys), c0, c0 + cols);
+        const kernels::KeyRange mine = Clip(reads[r], c0, c0 + cols);
         float* acc = state + r * row_size;
         AddKeys(st + r, chunk, v, v_step, v_pad, c0, mine.begin, HWY_MIN(mine.end, common.begin), acc);
         AddKeys(st + r, chunk, v, v_step, v_pad, c0, HWY_MAX(mine.begin, common.end), mine.end, acc);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "src/core/attention_call.h"
 #include "src/multihead_attention.h"
 #include "tests/fuzz/decode_case.h"
 #include "tests/fuzz/fuzz_cases.h"
@@ -299,8 +300,9 @@ std::string SdpaCase(FuzzInput& in, bool specials, mha::ThreadPool* pool, mha::T
 
   mha::Tensor output;
   const mha::Status status = mha::ScaledDotProductAttention(query, key, value, o, &output, pool);
-  // Any finite scale is valid (attention_call.cc, CheckScoreOptions); the draw has infinities too.
-  const bool valid = SdpaShapesValid(query.shape, key.shape, value.shape, o) && std::isfinite(o.scale);
+  // The options by the core's own rules (option_rules.h): the draw has infinite scales too.
+  const bool valid = SdpaShapesValid(query.shape, key.shape, value.shape, o) &&
+                     mha::CheckScoreOptions({o.scale, o.softcap, o.window}, mha::kSdpaScoreRules).ok();
   const std::string shapes = "SDPA query " + mha::ShapeString(query.shape) + ", key " +
                              mha::ShapeString(key.shape) + ", value " + mha::ShapeString(value.shape) +
                              ", attn_mask " + mha::ShapeString(o.attn_mask.shape) +

@@ -203,6 +203,14 @@ TEST(KVCacheCreateErrors, BadDimsAndSizes) {
   ExpectError(huge, {"cache", "max_length 1073741824", "address space"});
   EXPECT_EQ(huge.code(), mha::StatusCode::kOutOfMemory);
   EXPECT_EQ(cache, nullptr);
+  // Keys and values of 3 * 2^62 bytes each: either fits in size_t, their sum
+  // (what bytes() reports) wraps.
+  const int64_t half = int64_t{1} << 31;
+  const Status halves =
+      KVCache::Create({1, 1, half, half, 3 << 29, KVCacheDtype::kFloat32}, &cache);
+  ExpectError(halves, {"cache", "max_length 1610612736", "address space"});
+  EXPECT_EQ(halves.code(), mha::StatusCode::kOutOfMemory);
+  EXPECT_EQ(cache, nullptr);
 }
 
 // bytes(): keys and values of every entry, head and position, in the dtype's

@@ -6,6 +6,7 @@
 // sides to each other over many configurations.
 import { MHAError } from './errors.js';
 import { checkCacheOptions, checkCacheSize } from './kv_cache.js';
+import { OPTION_RULES } from './option_rules.js';
 import { checkRotaryRules, rotaryOptions } from './rotary_config.js';
 import {
   checkBoolean, checkChoice, checkNumber, checkOptionalDim, checkOptionsObject, checkPositiveInteger,
@@ -118,15 +119,20 @@ export function checkFloat32Option(value, name, zero, unset) {
   return value;
 }
 
-// CheckScoreOptions' rules (src/core/attention_call.cc) on the core's
-// float32 values; `fail` prefixes the message.
+// The core's rule for option `name` of `call` (option_rules.js, written from the core's table)
+// on the float32 the core receives: fail(message) with the core's message.
+export function checkOptionRule(call, name, value, fail) {
+  const rule = OPTION_RULES.find((r) => r.call === call && r.name === name);
+  const received = Math.fround(value);
+  if (!(Number.isFinite(received) && received >= rule.min)) {
+    fail(`${name}: expected ${rule.expected}, received ${describe(value)}`);
+  }
+}
+
+// The score options' rules of a module's config; `fail` prefixes the message.
 export function checkScoreRules({ scale, softcap }, fail) {
-  if (!(Number.isFinite(Math.fround(scale)) && scale >= 0)) {
-    fail(`scale: expected a positive finite number (or 0 for the default), received ${describe(scale)}`);
-  }
-  if (!(Number.isFinite(Math.fround(softcap)) && softcap >= 0)) {
-    fail(`softcap: expected a positive finite number (or 0 for none), received ${describe(softcap)}`);
-  }
+  checkOptionRule('module', 'scale', scale, fail);
+  checkOptionRule('module', 'softcap', softcap, fail);
 }
 
 // MultiheadAttention::Create's rules, in its order and with its messages

@@ -40,13 +40,12 @@ const MAX_LENGTH = 2 ** 40;
 // A cache of `numKVHeads` heads of headDim-wide keys and vHeadDim-wide
 // values: the bytes its storage takes (KVCache::bytes), when addressable.
 export function checkCacheSize({ batchSize, maxLength, dtype }, numKVHeads, headDim, vHeadDim) {
-  const rows = batchSize * maxLength * numKVHeads;
-  const elementSize = ELEMENT_BYTES[dtype];
-  if (!(rows * Math.max(headDim, vHeadDim) * elementSize < SIZE_MAX) || maxLength > MAX_LENGTH) {
+  const bytes = batchSize * maxLength * numKVHeads * (headDim + vHeadDim) * ELEMENT_BYTES[dtype];
+  if (!(bytes < SIZE_MAX) || maxLength > MAX_LENGTH) {
     throw new MHAError(`createKVCache: cache: out of memory for batch_size ${batchSize} and max_length ` +
                        `${maxLength}: its storage would exceed the address space`);
   }
-  return rows * (headDim + vHeadDim) * elementSize;
+  return bytes;
 }
 
 // truncate(n): n's type. Whether the cache holds n keys is the core's check

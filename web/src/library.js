@@ -1,6 +1,6 @@
 // What loadMHA() resolves to: one instantiated WASM build and its thread pool.
 import { callFrame } from './call_frame.js';
-import { checkFloat32Option, windowOption } from './config.js';
+import { checkFloat32Option, checkOptionRule, windowOption } from './config.js';
 import { callCore } from './core_call.js';
 import { memoryBuffer } from './heap.js';
 import { livesOf } from './lifetime.js';
@@ -10,7 +10,7 @@ import {
 } from './kv_cache.js';
 import { MultiheadAttention } from './multihead_attention.js';
 import {
-  checkBoolean, checkKeyValue, checkMask, checkOptionsObject, checkPositiveInteger,
+  checkBoolean, checkKeyValue, checkMask, checkNumber, checkOptionsObject, checkPositiveInteger,
   checkTensor, describe,
 } from './validate.js';
 import { MHAError } from './errors.js';
@@ -33,19 +33,18 @@ export function checkSdpa(query, key, value, options, ours) {
   checkTensor(query, 'query');
   checkKeyValue(key, value, cache);
   const attnMask = checkMask(o.attnMask, 'attnMask');
-  // Both as the float32 the core receives (config.js's checkFloat32Option).
-  if (o.scale !== undefined && !(typeof o.scale === 'number' && o.scale > 0 &&
-                                 Number.isFinite(Math.fround(o.scale)))) {
-    throw new MHAError(`scale: expected a positive finite number (or undefined for ` +
-                       `1/sqrt(E)), received ${describe(o.scale)}`);
+  // The core's rules (config.js's checkOptionRule), as the float32 it receives. A scale of 0,
+  // the core's "default", is refused: JS asks for the default with undefined, and PyTorch's
+  // scale=0 would be another call.
+  for (const [name, unset] of [['scale', '1/sqrt(E)'], ['softcap', 'none']]) {
+    if (o[name] === undefined) continue;
+    if (checkNumber(o[name], name) === 0 && name === 'scale') {
+      throw new MHAError('scale: expected a nonzero finite number (or undefined for 1/sqrt(E)), ' +
+                         'received number 0');
+    }
+    checkOptionRule('sdpa', name, o[name], (message) => { throw new MHAError(message); });
+    checkFloat32Option(o[name], name, unset, 'undefined');
   }
-  if (o.softcap !== undefined && !(typeof o.softcap === 'number' && o.softcap > 0 &&
-                                   Number.isFinite(Math.fround(o.softcap)))) {
-    throw new MHAError(`softcap: expected a positive finite number (or undefined for none), ` +
-                       `received ${describe(o.softcap)}`);
-  }
-  checkFloat32Option(o.scale, 'scale', '1/sqrt(E)', 'undefined');
-  checkFloat32Option(o.softcap, 'softcap', 'none', 'undefined');
   const flags = {
     isCausal: checkBoolean(o.isCausal, 'isCausal', false),
     enableGqa: checkBoolean(o.enableGqa, 'enableGqa', false),

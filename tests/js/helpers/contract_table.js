@@ -415,8 +415,11 @@ export function contractTable(fixture) {
     ['sdpa: key and value null without a cache', ({ lib }) => lib.scaledDotProductAttention(q4, null, null),
       REJECTS(/^key, value: both null attends the keys of a cache only, and there is no cache/)],
     ['sdpa: window null', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { window: null }), RESOLVES],
-    ['sdpa: scale -1', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { scale: -1 }),
-      REJECTS(/^scale: expected a positive finite number .*received number -1$/)],
+    // Any finite scale, as PyTorch's (the core's rule, web/src/option_rules.js), but 0: JS asks
+    // for the default with undefined.
+    ['sdpa: scale -1', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { scale: -1 }), RESOLVES],
+    ['sdpa: scale 0', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { scale: 0 }),
+      REJECTS(/^scale: expected a nonzero finite number \(or undefined for 1\/sqrt\(E\)\), received number 0$/)],
     ['sdpa: cache not a KVCache', ({ lib }) => lib.scaledDotProductAttention(q4, k4, k4, { cache: {} }),
       REJECTS(/^cache: expected a KVCache from createKVCache of this library/)],
     ['sdpa: a disposed cache', (ctx) => ctx.lib.scaledDotProductAttention(q4, k4, k4,

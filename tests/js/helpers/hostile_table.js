@@ -133,6 +133,10 @@ export function hostileTable(fixture, { assert, assertClose, assertMatchesFixtur
     ['sdpa output of 2^32 + 65536 floats', ({ lib }) =>
       lib.scaledDotProductAttention(zeros([1, 65536, 1]), zeros([1, 1, 1]), zeros([1, 1, 65537])),
     [/scaledDotProductAttention: out of memory for query \(1, 65536, 1\).*address space/]],
+    // Keys and values of 3 GiB each: either fits in 32 bits, together they wrap.
+    ['cache storage of 2^32 + 2^31 bytes', ({ lib }) =>
+      lib.createKVCache({ batchSize: 1, numKVHeads: 1, headDim: 2 ** 14, maxLength: 3 * 2 ** 14 }),
+    [/createKVCache: cache: out of memory for batch_size 1 and max_length 49152: .*address space/]],
     // Through the proxy the module is made in the worker: its first call reports it.
     ['parameters beyond the heap', ({ lib }) => lib.createMultiheadAttention({ embedDim: 40000, numHeads: 8 }).loadStateDict({}),
       [/createMultiheadAttention: .*memory/]],

@@ -2,7 +2,8 @@
 // the declarations accept the documented API and reject misuse.
 import { loadMHA, MHAError } from 'mha-wasm';
 import type {
-  AttentionModuleInfo, DimsTensor, ForwardResult, KVCache, LoadProgress, MHALibrary, Mask, Tensor,
+  AttentionModuleInfo, DimsTensor, ForwardResult, KVCache, LoadProgress, MHALibrary, Mask,
+  ModuleKVCache, MultiheadAttentionConfig, SdpaKVCache, Tensor,
 } from 'mha-wasm';
 
 export async function usage(): Promise<number> {
@@ -35,6 +36,12 @@ export async function usage(): Promise<number> {
   const x: Tensor = { data: new Float32Array(16), shape: [1, 2, 8] };
   const mask: Mask = { data: new Uint8Array(2), shape: [1, 2] };
   const result: ForwardResult = await mha.forward(x, x, x, { keyPaddingMask: mask, isCausal: true });
+  // The weights' type follows needWeights: a Tensor by default or for true, null for false.
+  const weights: Tensor = (await mha.forward(x, x, x, { isCausal: true })).weights;
+  const withWeights: Tensor = (await mha.forward(x, x, x, { needWeights: true })).weights;
+  const noWeights: null = (await mha.forward(x, x, x, { needWeights: false })).weights;
+  const flag = weights.shape.length > 2;
+  const either: Tensor | null = (await mha.forward(x, x, x, { needWeights: flag })).weights;
   const sdpa: Tensor = await lib.scaledDotProductAttention(x, x, x, { scale: 0.5, cache: null });
   await mha.forward(x, x, x, { cache: null });
   // onnxruntime-web's and transformers.js's tensors: {data, dims}.
@@ -53,12 +60,18 @@ export async function usage(): Promise<number> {
   const config = { sliding_window: null as number | null, rope_scaling: null, alibi: false };
   lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, window: config.sliding_window,
     rotary: { base: 1e6, scaling: config.rope_scaling }, alibi: config.alibi });
-  const cache: KVCache = gqa.createKVCache({ batchSize: 1, maxLength: 16, dtype: 'float16' });
-  await gqa.forward(x, null, null, { cache, isCausal: true });
+  const cache: ModuleKVCache = gqa.createKVCache({ batchSize: 1, maxLength: 16, dtype: 'float16' });
+  const cacheOnly: Tensor = (await gqa.forward(x, null, null, { cache, isCausal: true })).weights;
+  const anyKind: KVCache = cache;
   const held: number = cache.length + cache.maxLength + cache.batchSize + cache.held;
-  const rolling: boolean = gqa.createKVCache({ batchSize: 1, maxLength: 8, rolling: true }).rolling;
+  const windowed = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, window: 4 });
+  const rolling: boolean = windowed.createKVCache({ batchSize: 1, maxLength: 8, rolling: true }).rolling;
+  gqa.createKVCache({ batchSize: 1, maxLength: 8, rolling: false });
+  // A config known at run time only may have a window: its module may make rolling caches.
+  const fromFile: MultiheadAttentionConfig = { embedDim: 8, numHeads: 2, window: config.sliding_window };
+  lib.createMultiheadAttention(fromFile).createKVCache({ batchSize: 1, maxLength: 8, rolling: true });
   await gqa.forward(x, x, x, { cache, positions: Int32Array.of(3, 4) });
-  const c2 = lib.createKVCache({ batchSize: 1, numKVHeads: 1, headDim: 4, maxLength: 8,
+  const c2: SdpaKVCache = lib.createKVCache({ batchSize: 1, numKVHeads: 1, headDim: 4, maxLength: 8,
     dtype: 'bfloat16' });
   const bytes: number = c2.bytes;
   const q8 = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, weightsDtype: 'int8' });
@@ -67,10 +80,10 @@ export async function usage(): Promise<number> {
   await cache.truncate(0);
   await cache.reorder(Int32Array.of(0));
   const saved: Uint8Array = await cache.save();
-  const restored: KVCache = await gqa.loadKVCache(saved);
-  const beams: KVCache = await restored.select(Int32Array.of(0, 0, 0, 0));
+  const restored: ModuleKVCache = await gqa.loadKVCache(saved);
+  const beams: ModuleKVCache = await restored.select(Int32Array.of(0, 0, 0, 0));
   await (await beams.clone()).resize(32);
-  await lib.loadKVCache(await c2.save());
+  const sdpaCopy: SdpaKVCache = await (await lib.loadKVCache(await c2.save())).clone();
   c2.dispose();
   mha.dispose();
   try {
@@ -104,6 +117,23 @@ export async function usage(): Promise<number> {
     lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, qkNorm: { type: 'l2' } });
     // @ts-expect-error roles are q, k, v, out, qkv
     await mha.loadSafetensors(shards, { names: { query: 'to_q' } });
+    // @ts-expect-error weights are null with needWeights: false
+    const none: Tensor = (await mha.forward(x, x, x, { needWeights: false })).weights;
+    // @ts-expect-error a boolean known at run time may give null
+    const maybe: Tensor = (await mha.forward(x, x, x, { needWeights: flag })).weights;
+    // @ts-expect-error key and value null need the module's cache
+    await mha.forward(x, null, null);
+    // @ts-expect-error key and value null need the module's cache
+    await mha.forward(x, null, null, { isCausal: true });
+    // @ts-expect-error a module takes its own kind of cache, not scaledDotProductAttention's
+    await gqa.forward(x, x, x, { cache: c2 });
+    // @ts-expect-error scaledDotProductAttention takes lib.createKVCache's caches, not a module's
+    await lib.scaledDotProductAttention(x, x, x, { cache });
+    // @ts-expect-error a loaded module cache is a module's
+    const wrongKind: SdpaKVCache = await gqa.loadKVCache(saved);
+    // @ts-expect-error rolling needs a module made with a window
+    gqa.createKVCache({ batchSize: 1, maxLength: 8, rolling: true });
+    void none, maybe, wrongKind;
     // @ts-expect-error a checkpoint is not named by a URL string: fetch it
     await mha.loadSafetensors('/model.safetensors');
     // @ts-expect-error onProgress is a function
@@ -116,5 +146,7 @@ export async function usage(): Promise<number> {
   return result.output.data.length + (result.weights?.shape.length ?? 0) + sdpa.shape[0] +
     build.length + (reason ?? '').length + Number(proxied) + Number(simd) + inUseBytes +
     found.qSize + held +
-    (normOver ?? '').length + bytes + Number(rolling);
+    (normOver ?? '').length + bytes + Number(rolling) + weights.shape[0] + withWeights.shape[0] +
+    Number(noWeights === null) + (either?.shape.length ?? 0) + cacheOnly.shape[0] + anyKind.length +
+    sdpaCopy.length;
 }
