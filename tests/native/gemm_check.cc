@@ -41,12 +41,13 @@ std::vector<float> PackedGemm(mha::kernels::WeightType type, const std::vector<f
   uint8_t* p = reinterpret_cast<uint8_t*>(packed_floats.data());
   k::PackRows(layout, b.data(), depth, 0, n, p);
   k::PackBias(layout, bias.data(), 0, n, p);
-  std::vector<float> wide(k::GemmWidenSize(layout, m) + 1);
+  const k::GemmPlan plan = k::PlanGemm(layout, m);
+  std::vector<float> scratch(plan.scratch);
   const size_t ldc = n + 1;
   std::vector<float> c(m * ldc, 7.0f);
   const size_t split = n > layout.width ? layout.width : n;
-  k::GemmTile(a.data(), depth, p, layout, n, c.data(), ldc, 0, m, 0, split, wide.data());
-  k::GemmTile(a.data(), depth, p, layout, n, c.data(), ldc, 0, m, split, n, wide.data());
+  k::GemmTile(plan, a.data(), depth, p, n, c.data(), ldc, 0, 0, split, scratch.data());
+  k::GemmTile(plan, a.data(), depth, p, n, c.data(), ldc, 0, split, n, scratch.data());
   return c;
 }
 
@@ -158,6 +159,67 @@ std::string CheckInt8TinyRows() {
   return "";
 }
 
+// For every row count of a block up to past 64 (linear.cc's) and every
+// weight type: GemmTile under PlanGemm's plan writes every float of the
+// plan's scratch and none past it (sentinel bits), and its results are the
+// reference's (float32), float32's bits (16-bit) or within Int8Bound (int8).
+// The int8 rows span two quantization blocks and an odd k (the padded pair).
+std::string CheckGemmScratch() {
+  namespace k = mha::kernels;
+  const uint32_t kSentinel = 0x7fa5a5a5u;  // a NaN no kernel writes
+  const size_t kGuard = 64;
+  const size_t n = k::GemmPanelWidth() + 3, depth = 2 * k::kInt8ActivationBlock + 3;
+  const std::vector<float> b = QuantizableWeights(n, depth), bias = RandomVector(n, 3);
+  for (size_t m = 1; m <= 67; ++m) {
+    const std::vector<float> a = RandomVector(m * depth, 7);
+    std::vector<float> c32;  // float32 weights' results, first
+    for (k::WeightType type : {k::WeightType::kFloat32, k::WeightType::kFloat16,
+                               k::WeightType::kBFloat16, k::WeightType::kInt8}) {
+      const std::string at = "type " + std::to_string(static_cast<int>(type)) + ", " +
+                             std::to_string(m) + " rows: ";
+      const k::PanelLayout layout = k::GemmLayout(type, depth);
+      std::vector<float> packed_floats(layout.Bytes(n) / sizeof(float));
+      uint8_t* p = reinterpret_cast<uint8_t*>(packed_floats.data());
+      k::PackRows(layout, b.data(), depth, 0, n, p);
+      k::PackBias(layout, bias.data(), 0, n, p);
+      const k::GemmPlan plan = k::PlanGemm(layout, m);
+      if (plan.rows != m || plan.tile_rows != k::GemmTileRows() || plan.gemv_rows > 2) {
+        return at + "plan of " + std::to_string(plan.rows) + " rows, tile " +
+               std::to_string(plan.tile_rows) + ", " + std::to_string(plan.gemv_rows) +
+               " GEMV rows";
+      }
+      std::vector<uint32_t> scratch(plan.scratch + kGuard, kSentinel);
+      std::vector<float> c(m * (n + 1), 7.0f);
+      k::GemmTile(plan, a.data(), depth, p, n, c.data(), n + 1, 0, 0, n,
+                  reinterpret_cast<float*>(scratch.data()));
+      for (size_t i = 0; i < scratch.size(); ++i) {
+        if ((scratch[i] == kSentinel) != (i >= plan.scratch)) {
+          return at + "scratch float " + std::to_string(i) +
+                 (i < plan.scratch ? " unused, of " : " written, past ") +
+                 std::to_string(plan.scratch);
+        }
+      }
+      if (type == k::WeightType::kFloat32) {
+        const std::string error =
+            Compare(c, n + 1, ReferenceGemm(a, b, bias.data(), m, n, depth), m, n);
+        if (!error.empty()) return at + error;
+        c32 = c;
+        continue;
+      }
+      for (size_t i = 0; i < c.size(); ++i) {
+        const bool close = type == k::WeightType::kInt8
+                               ? std::fabs(c[i] - c32[i]) <= Int8Bound(a, depth, c32[i])
+                               : c[i] == c32[i];
+        if (!close) {
+          return at + "element " + std::to_string(i) + " = " + std::to_string(c[i]) +
+                 ", float32's " + std::to_string(c32[i]);
+        }
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string CheckGemmTile(size_t tile_rows) {
@@ -187,6 +249,7 @@ std::string CheckGemmTile(size_t tile_rows) {
   }
   if (error.empty()) error = CheckInt8NonFinite();
   if (error.empty()) error = CheckInt8TinyRows();
+  if (error.empty()) error = CheckGemmScratch();
   k::SetGemmTileRows(0);
   return error;
 }
