@@ -220,13 +220,10 @@ std::string CheckGemmScratch() {
   return "";
 }
 
-}  // namespace
-
-std::string CheckGemmTile(size_t tile_rows) {
+// Shapes that cover whole tiles, row and column tails and the GEMV rows.
+std::string CheckShapes() {
   namespace k = mha::kernels;
-  k::SetGemmTileRows(tile_rows);
   const size_t width = k::GemmPanelWidth();
-  std::string error;
   for (size_t m : {1, 2, 3, 4, 5, 6, 7, 9, 10, 13, 17, 64, 67}) {
     for (size_t n : {size_t{1}, size_t{7}, width - 1, width, width + 1, 3 * width + 5}) {
       for (size_t depth : {1, 3, 16, 33}) {
@@ -235,22 +232,28 @@ std::string CheckGemmTile(size_t tile_rows) {
         const size_t ldc = n + 1;
         const std::vector<float> c =
             PackedGemm(k::WeightType::kFloat32, a, b, bias, m, n, depth);
-        error = Compare(c, ldc, ReferenceGemm(a, b, bias.data(), m, n, depth), m, n);
+        std::string error = Compare(c, ldc, ReferenceGemm(a, b, bias.data(), m, n, depth), m, n);
         if (error.empty()) error = CheckWeightTypes(a, bias, m, n, depth);
         if (!error.empty()) {
-          error = "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" +
-                  std::to_string(depth) + ": " + error;
-          break;
+          return "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" +
+                 std::to_string(depth) + ": " + error;
         }
       }
-      if (!error.empty()) break;
     }
-    if (!error.empty()) break;
   }
+  return "";
+}
+
+}  // namespace
+
+std::string CheckGemmTile(size_t tile_rows) {
+  mha::kernels::SetGemmTileRows(tile_rows);
+  // The scratch first: the other checks run with exactly the plan's scratch.
+  std::string error = CheckGemmScratch();
+  if (error.empty()) error = CheckShapes();
   if (error.empty()) error = CheckInt8NonFinite();
   if (error.empty()) error = CheckInt8TinyRows();
-  if (error.empty()) error = CheckGemmScratch();
-  k::SetGemmTileRows(0);
+  mha::kernels::SetGemmTileRows(0);
   return error;
 }
 
