@@ -28,6 +28,17 @@ std::string Compare(const std::vector<float>& c, size_t ldc, const std::vector<f
   return "";
 }
 
+// B (n x layout.k) and its bias packed with `layout`, zero past n as the
+// module allocates them; floats for their alignment.
+std::vector<float> Pack(const mha::kernels::PanelLayout& layout, const std::vector<float>& b,
+                        const std::vector<float>& bias, size_t n) {
+  std::vector<float> packed_floats(layout.Bytes(n) / sizeof(float));
+  uint8_t* p = reinterpret_cast<uint8_t*>(packed_floats.data());
+  mha::kernels::PackRows(layout, b.data(), layout.k, 0, n, p);
+  mha::kernels::PackBias(layout, bias.data(), 0, n, p);
+  return packed_floats;
+}
+
 // C = A B^T + bias through packed B of `type`, computed in two column
 // blocks split at a panel boundary, as threads split it; a sentinel 7 in
 // column n of each row (ldc = n + 1).
@@ -36,11 +47,8 @@ std::vector<float> PackedGemm(mha::kernels::WeightType type, const std::vector<f
                               size_t m, size_t n, size_t depth) {
   namespace k = mha::kernels;
   const k::PanelLayout layout = k::GemmLayout(type, depth);
-  // Zero past n, as the module allocates them; floats for their alignment.
-  std::vector<float> packed_floats(layout.Bytes(n) / sizeof(float));
-  uint8_t* p = reinterpret_cast<uint8_t*>(packed_floats.data());
-  k::PackRows(layout, b.data(), depth, 0, n, p);
-  k::PackBias(layout, bias.data(), 0, n, p);
+  const std::vector<float> packed_floats = Pack(layout, b, bias, n);
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(packed_floats.data());
   const k::GemmPlan plan = k::PlanGemm(layout, m);
   std::vector<float> scratch(plan.scratch);
   const size_t ldc = n + 1;
@@ -178,10 +186,8 @@ std::string CheckGemmScratch() {
       const std::string at = "type " + std::to_string(static_cast<int>(type)) + ", " +
                              std::to_string(m) + " rows: ";
       const k::PanelLayout layout = k::GemmLayout(type, depth);
-      std::vector<float> packed_floats(layout.Bytes(n) / sizeof(float));
-      uint8_t* p = reinterpret_cast<uint8_t*>(packed_floats.data());
-      k::PackRows(layout, b.data(), depth, 0, n, p);
-      k::PackBias(layout, bias.data(), 0, n, p);
+      const std::vector<float> packed_floats = Pack(layout, b, bias, n);
+      const uint8_t* p = reinterpret_cast<const uint8_t*>(packed_floats.data());
       const k::GemmPlan plan = k::PlanGemm(layout, m);
       if (plan.rows != m || plan.tile_rows != k::GemmTileRows() || plan.gemv_rows > 2) {
         return at + "plan of " + std::to_string(plan.rows) + " rows, tile " +
