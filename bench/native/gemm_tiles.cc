@@ -86,9 +86,10 @@ int main(int argc, char** argv) {
   auto gemm = [&](size_t tile_rows) {
     k::SetGemmTileRows(tile_rows);
     for (size_t r0 = 0; r0 < rows; r0 += kRowBlock) {
+      const k::GemmPlan plan = k::PlanGemm(layout, std::min(kRowBlock, rows - r0));
       for (size_t c0 = 0; c0 < kN; c0 += col_step) {
-        k::GemmTile(a.data(), kK, packed, layout, kN, c.data(), kN, r0,
-                    std::min(r0 + kRowBlock, rows), c0, std::min(c0 + col_step, kN), nullptr);
+        k::GemmTile(plan, a.data(), kK, packed, kN, c.data(), kN, r0, c0,
+                    std::min(c0 + col_step, kN), nullptr);
       }
     }
   };

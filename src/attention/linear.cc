@@ -82,7 +82,7 @@ void PackedLinear::AddTasks(const Block& b) {
   for (size_t r0 = b.row_begin; r0 < b.row_end; r0 += kRowBlock) {
     for (size_t c0 = b.col_begin; c0 < col_end; c0 += col_step) {
       tasks_.push_back(
-          {r0, std::min(r0 + kRowBlock, b.row_end), c0, std::min(c0 + col_step, col_end)});
+          {{r0, std::min(r0 + kRowBlock, b.row_end), c0, std::min(c0 + col_step, col_end)}, {}});
     }
   }
 }
@@ -90,24 +90,22 @@ void PackedLinear::AddTasks(const Block& b) {
 void PackedLinear::RunTasks(const float* x, size_t ldx, float* y, size_t ldy, ThreadPool* pool) {
   const uint8_t* packed = Packed();
   double work = 0.0;
-  for (const Block& b : tasks_) {
+  size_t scratch_size = 0;
+  for (Task& t : tasks_) {
+    const Block& b = t.block;
     work += static_cast<double>(b.row_end - b.row_begin) * (b.col_end - b.col_begin) * in_;
+    t.plan = kernels::PlanGemm(layout_, b.row_end - b.row_begin);
+    scratch_size = std::max(scratch_size, t.plan.scratch);
   }
   pool = SharedPool(pool, work);
-  // Tasks of more than two rows widen each panel of 16-bit or int8 weights
-  // once for their register tiles, and int8's GEMV quantizes its rows: into
-  // this call's slice per thread.
-  size_t wide_size = 0;
-  for (const Block& b : tasks_) {
-    wide_size = std::max(wide_size, kernels::GemmWidenSize(layout_, b.row_end - b.row_begin));
-  }
-  float* wide = wide_size != 0 ? wide_.Get(wide_size * (pool ? pool->num_threads() : 1)) : nullptr;
+  float* scratch =
+      scratch_size != 0 ? scratch_.Get(scratch_size * (pool ? pool->num_threads() : 1)) : nullptr;
   auto task = [&](size_t begin, size_t end, size_t thread) {
-    for (size_t t = begin; t < end; ++t) {
-      const Block& k = tasks_[t];
-      kernels::GemmTile(x, ldx, packed, layout_, out_, y, ldy, k.row_begin, k.row_end,
-                        k.col_begin, k.col_end,
-                        wide ? wide + thread * wide_size : nullptr);
+    for (size_t i = begin; i < end; ++i) {
+      const Task& t = tasks_[i];
+      kernels::GemmTile(t.plan, x, ldx, packed, out_, y, ldy, t.block.row_begin,
+                        t.block.col_begin, t.block.col_end,
+                        scratch ? scratch + thread * scratch_size : nullptr);
     }
   };
   if (pool != nullptr) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "src/attention/aligned_buffer.h"
+#include "src/kernels/kernels.h"
 #include "src/kernels/weight_panel.h"
 #include "src/thread_pool.h"
 
@@ -63,8 +64,13 @@ class PackedLinear {
   kernels::PanelLayout layout_;  // width 0: nothing allocated
   size_t bytes_ = 0;
   AlignedBuffer packed_;
-  AlignedBuffer wide_;        // panels widened for the register tiles, per thread
-  std::vector<Block> tasks_;  // reused: no allocation per call in steady state
+  // A block of y for one thread and how the GEMM computes it.
+  struct Task {
+    Block block;
+    kernels::GemmPlan plan;
+  };
+  AlignedBuffer scratch_;    // the GEMM's scratch (GemmPlan), per thread
+  std::vector<Task> tasks_;  // reused: no allocation per call in steady state
 };
 
 }  // namespace mha

@@ -113,52 +113,66 @@ HWY_INLINE void GemvRows(const float* a, size_t lda, size_t rows, const PanelVie
   }
 }
 
-// Rows [row_begin, row_end) x columns [col_begin, col_end) of C from packed B
-// with weights of type W. `wide` holds kernels::GemmWidenSize floats
-// (unused for float32): a panel with 16-bit or int8 weights is widened there
-// once for the register tiles of every row (the GEMV rows read it as
-// stored), and after that int8's GEMV rows are quantized once for every panel.
+// kernels::PlanGemm under the tile of tile_rows rows: the one place that
+// decides which rows run which kernel and the scratch that follows.
+inline kernels::GemmPlan PlanGemm(const kernels::PanelLayout& layout, size_t rows,
+                                  size_t tile_rows) {
+  kernels::GemmPlan plan;
+  plan.layout = layout;
+  plan.rows = rows;
+  plan.tile_rows = tile_rows;
+  const size_t tail = rows % tile_rows;
+  plan.gemv_rows = tail <= 2 ? tail : 0;
+  const bool widen = layout.type != kernels::WeightType::kFloat32 && plan.tiled_rows() != 0;
+  plan.quantized_offset = widen ? layout.k * layout.width : 0;
+  plan.quantized_size = layout.type == kernels::WeightType::kInt8 ? QuantizedRowSize(layout.k) : 0;
+  plan.scratch = plan.quantized_offset + plan.gemv_rows * plan.quantized_size;
+  return plan;
+}
+
+// The block of `plan` at row_begin x columns [col_begin, col_end) of C from
+// packed B with weights of type W, register tiles of kRows (plan.tile_rows)
+// rows. Each panel of 16-bit or int8 weights is widened into `scratch` once
+// for the tiles of every row (the GEMV rows read it as stored); int8's GEMV
+// rows are quantized once for every panel.
 template <size_t kRows, class W>
-inline void GemmTileRows(const float* a, size_t lda, const uint8_t* packed,
-                         const kernels::PanelLayout& layout, size_t n, float* c, size_t ldc,
-                         size_t row_begin, size_t row_end, size_t col_begin, size_t col_end,
-                         float* wide) {
+inline void GemmTileRows(const kernels::GemmPlan& plan, const float* a, size_t lda,
+                         const uint8_t* packed, size_t n, float* c, size_t ldc, size_t row_begin,
+                         size_t col_begin, size_t col_end, float* scratch) {
+  const kernels::PanelLayout& layout = plan.layout;
   const size_t width = layout.width, k = layout.k;
+  const size_t tiled_end = row_begin + plan.tiled_rows();
   QuantizedRow quantized[2];
   if constexpr (std::is_same_v<W, int8_t>) {
-    // The last one or two rows when the tiles leave them to the GEMV.
-    const size_t tail = (row_end - row_begin) % kRows;
-    float* scratch = wide + (row_end - row_begin > 2 ? k * width : 0);
-    for (size_t r = 0; r < tail && tail <= 2; ++r) {
-      quantized[r] = QuantizeRow(a + (row_end - tail + r) * lda, k, scratch);
-      scratch += QuantizedRowSize(k);
+    for (size_t r = 0; r < plan.gemv_rows; ++r) {
+      quantized[r] = QuantizeRow(a + (tiled_end + r) * lda, k,
+                                 scratch + plan.quantized_offset + r * plan.quantized_size);
     }
   }
   for (size_t col0 = col_begin; col0 < col_end; col0 += width) {
     const PanelView<W> view = PanelAt<W>(packed, layout, col0 / width);
-    const float* panel = row_end - row_begin > 2 ? WidenPanel(view, k, wide) : nullptr;
+    const float* panel = tiled_end != row_begin ? WidenPanel(view, k, scratch) : nullptr;
     const size_t limit = col_end < n ? col_end : n;
     const size_t cols = limit - col0 < width ? limit - col0 : width;
-    for (size_t row = row_begin; row < row_end; row += kRows) {
-      const size_t rows = row_end - row < kRows ? row_end - row : kRows;
-      // One or two rows (a decoding step's tokens, a tail): the GEMV kernels;
-      // three or four (a tail of 64-row blocks under 6-row tiles): the 4-row
-      // tile, which computes no rows that are thrown away.
-      if (rows <= 2) {
-        GemvRows(a + row * lda, lda, rows, view, k, c + row * ldc + col0, ldc, cols, quantized);
-      } else if (rows <= 4) {
+    for (size_t row = row_begin; row < tiled_end; row += kRows) {
+      const size_t rows = tiled_end - row < kRows ? tiled_end - row : kRows;
+      if (rows <= 4) {
         GemmPanel<4>(a + row * lda, lda, rows, panel, view.bias, k, c + row * ldc + col0, ldc,
-                          cols);
+                     cols);
       } else {
         GemmPanel<kRows>(a + row * lda, lda, rows, panel, view.bias, k, c + row * ldc + col0, ldc,
-                          cols);
+                         cols);
       }
+    }
+    if (plan.gemv_rows != 0) {
+      GemvRows(a + tiled_end * lda, lda, plan.gemv_rows, view, k, c + tiled_end * ldc + col0, ldc,
+               cols, quantized);
     }
   }
 }
 
 // The micro-kernel for weights of `type` and tiles of `tile_rows` rows (one
-// of kernels::kGemmTileRows): the one place that picks it. GemmTile calls it
+// of kernels::kGemmTileRows, from the plan): the one place that picks it. GemmTile calls it
 // through the pointer, so no compiler puts the twelve kernels in one function:
 // binaryen's inliner did (emcc's wasm-opt -O3 inlines a function with one
 // caller whatever its size), and V8 compiled that 58 KB function with its

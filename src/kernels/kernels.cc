@@ -65,6 +65,7 @@ namespace mha {
 namespace kernels {
 
 HWY_EXPORT(GemmPanelWidth);
+HWY_EXPORT(PlanGemm);
 HWY_EXPORT(GemmKernel);
 HWY_EXPORT(PreferredGemmTileRows);
 HWY_EXPORT(AttentionScratchSize);
@@ -84,15 +85,6 @@ HWY_EXPORT(CurrentTargetName);
 size_t GemmPanelWidth() { return HWY_DYNAMIC_DISPATCH(GemmPanelWidth)(); }
 
 PanelLayout GemmLayout(WeightType type, size_t k) { return {type, GemmPanelWidth(), k}; }
-
-size_t GemmWidenSize(const PanelLayout& layout, size_t rows) {
-  if (layout.type == WeightType::kFloat32) return 0;
-  const size_t widen = rows > 2 ? layout.k * layout.width : 0;
-  if (layout.type != WeightType::kInt8) return widen;
-  // Two rows of int16 pairs and their blocks' scales (QuantizeRow).
-  const size_t blocks = (layout.k + kInt8ActivationBlock - 1) / kInt8ActivationBlock;
-  return widen + 2 * ((layout.k + 1) / 2 + blocks);
-}
 
 namespace {
 std::atomic<size_t> g_forced_tile_rows{0};
@@ -115,11 +107,15 @@ const char* GemmTileName(size_t tile_rows) {
   }
 }
 
-void GemmTile(const float* a, size_t lda, const uint8_t* packed, const PanelLayout& layout,
-              size_t n, float* c, size_t ldc, size_t row_begin, size_t row_end, size_t col_begin,
-              size_t col_end, float* wide) {
-  const GemmTileFn kernel = HWY_DYNAMIC_DISPATCH(GemmKernel)(layout.type, GemmTileRows());
-  kernel(a, lda, packed, layout, n, c, ldc, row_begin, row_end, col_begin, col_end, wide);
+GemmPlan PlanGemm(const PanelLayout& layout, size_t rows) {
+  return HWY_DYNAMIC_DISPATCH(PlanGemm)(layout, rows, GemmTileRows());
+}
+
+void GemmTile(const GemmPlan& plan, const float* a, size_t lda, const uint8_t* packed, size_t n,
+              float* c, size_t ldc, size_t row_begin, size_t col_begin, size_t col_end,
+              float* scratch) {
+  const GemmTileFn kernel = HWY_DYNAMIC_DISPATCH(GemmKernel)(plan.layout.type, plan.tile_rows);
+  kernel(plan, a, lda, packed, n, c, ldc, row_begin, col_begin, col_end, scratch);
 }
 
 size_t AttentionScratchSize(const AttentionHead& head) {

@@ -29,40 +29,60 @@ PanelLayout GemmLayout(WeightType type, size_t k);
 // (256 * 127 * 32767 < 2^31), converted to float at its end.
 constexpr size_t kInt8ActivationBlock = 256;
 
-// Floats of scratch GemmTile needs for `rows` rows of A with weights of
-// `layout`: 16-bit and int8 weights are widened a panel at a time for more
-// than two rows; int8 also quantizes the one or two rows its GEMV computes.
-// 0 for float32 weights.
-size_t GemmWidenSize(const PanelLayout& layout, size_t rows);
+// How GemmTile computes a block of `rows` rows of A with weights of
+// `layout`, and the scratch that takes: decided once (PlanGemm), so that the
+// scratch a caller sizes from the plan is the scratch the kernel uses.
+struct GemmPlan {
+  PanelLayout layout;
+  size_t rows = 0;       // rows of A in the block
+  size_t tile_rows = 0;  // the register tile's rows, one of kGemmTileRows
+  // The last gemv_rows rows (0, 1 or 2: a decoding step's tokens, a tail)
+  // run the GEMV kernels; the rows before them the register tiles (a tail of
+  // three or four rows the 4-row tile, which computes no rows that are
+  // thrown away).
+  size_t gemv_rows = 0;
+  // Floats of scratch: at 0, 16-bit and int8 panels widened to float32 for
+  // the tiles (k * width, none without tiles or for float32 weights); at
+  // quantized_offset, int8's GEMV rows quantized to int16 (gemv-inl.h's
+  // QuantizeRow), quantized_size floats each.
+  size_t quantized_offset = 0;
+  size_t quantized_size = 0;
+  size_t scratch = 0;
 
-// Computes rows [row_begin, row_end) and columns [col_begin, col_end) of
-// C (row stride ldc) = A (row stride lda) * B^T + bias, B (n x layout.k)
-// packed with `layout` from GemmLayout on the same target. col_begin must be
-// a multiple of layout.width. Weights are converted in registers (16-bit:
+  size_t tiled_rows() const { return rows - gemv_rows; }
+};
+
+// The plan for `rows` rows of A with weights of `layout` (from GemmLayout on
+// the same target) under the tile GemmTileRows() says.
+GemmPlan PlanGemm(const PanelLayout& layout, size_t rows);
+
+// Computes rows [row_begin, row_begin + plan.rows) and columns [col_begin,
+// col_end) of C (row stride ldc) = A (row stride lda) * B^T + bias, B
+// (n x plan.layout.k) packed with plan.layout. col_begin must be a multiple
+// of the layout's width. Weights are converted in registers (16-bit:
 // exactly, so the results are those of their float32 values bit for bit;
 // int8: times their column's scale; the GEMV's rows quantized, above);
-// `wide` has GemmWidenSize(layout, row_end - row_begin) floats. Runs the register tile GemmTileRows() says.
-void GemmTile(const float* a, size_t lda, const uint8_t* packed, const PanelLayout& layout,
-              size_t n, float* c, size_t ldc, size_t row_begin, size_t row_end, size_t col_begin,
-              size_t col_end, float* wide);
+// `scratch` has plan.scratch floats (may be null when that is 0).
+void GemmTile(const GemmPlan& plan, const float* a, size_t lda, const uint8_t* packed, size_t n,
+              float* c, size_t ldc, size_t row_begin, size_t col_begin, size_t col_end,
+              float* scratch);
 
 // A typed micro-kernel with GemmTile's arguments (gemm-inl.h's GemmKernel).
-using GemmTileFn = void (*)(const float* a, size_t lda, const uint8_t* packed,
-                            const PanelLayout& layout, size_t n, float* c, size_t ldc,
-                            size_t row_begin, size_t row_end, size_t col_begin, size_t col_end,
-                            float* wide);
+using GemmTileFn = void (*)(const GemmPlan& plan, const float* a, size_t lda,
+                            const uint8_t* packed, size_t n, float* c, size_t ldc,
+                            size_t row_begin, size_t col_begin, size_t col_end, float* scratch);
 
 // The GEMM register tiles every target compiles, by rows of A: f32_gemm_4x2v,
 // 6x2v, 8x2v (rows of A x vectors of columns of a packed panel).
 constexpr size_t kGemmTileRows[] = {4, 6, 8};
 
-// Rows of the tile GemmTile runs: the one chosen for this CPU and target
+// Rows of the tile PlanGemm plans: the one chosen for this CPU and target
 // (kernels.cc), unless SetGemmTileRows forced another.
 size_t GemmTileRows();
 
-// Forces GemmTile to the tile of tile_rows rows (one of kGemmTileRows), or
+// Forces PlanGemm to the tile of tile_rows rows (one of kGemmTileRows), or
 // with 0 back to the chosen one. For tests and benchmarks; takes effect for
-// the calls that start after it.
+// the plans made after it.
 void SetGemmTileRows(size_t tile_rows);
 
 // "4x2v", "6x2v" or "8x2v" for one of kGemmTileRows.

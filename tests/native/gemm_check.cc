@@ -28,6 +28,17 @@ std::string Compare(const std::vector<float>& c, size_t ldc, const std::vector<f
   return "";
 }
 
+// B (n x layout.k) and its bias packed with `layout`, zero past n as the
+// module allocates them; floats for their alignment.
+std::vector<float> Pack(const mha::kernels::PanelLayout& layout, const std::vector<float>& b,
+                        const std::vector<float>& bias, size_t n) {
+  std::vector<float> packed_floats(layout.Bytes(n) / sizeof(float));
+  uint8_t* p = reinterpret_cast<uint8_t*>(packed_floats.data());
+  mha::kernels::PackRows(layout, b.data(), layout.k, 0, n, p);
+  mha::kernels::PackBias(layout, bias.data(), 0, n, p);
+  return packed_floats;
+}
+
 // C = A B^T + bias through packed B of `type`, computed in two column
 // blocks split at a panel boundary, as threads split it; a sentinel 7 in
 // column n of each row (ldc = n + 1).
@@ -36,17 +47,15 @@ std::vector<float> PackedGemm(mha::kernels::WeightType type, const std::vector<f
                               size_t m, size_t n, size_t depth) {
   namespace k = mha::kernels;
   const k::PanelLayout layout = k::GemmLayout(type, depth);
-  // Zero past n, as the module allocates them; floats for their alignment.
-  std::vector<float> packed_floats(layout.Bytes(n) / sizeof(float));
-  uint8_t* p = reinterpret_cast<uint8_t*>(packed_floats.data());
-  k::PackRows(layout, b.data(), depth, 0, n, p);
-  k::PackBias(layout, bias.data(), 0, n, p);
-  std::vector<float> wide(k::GemmWidenSize(layout, m) + 1);
+  const std::vector<float> packed_floats = Pack(layout, b, bias, n);
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(packed_floats.data());
+  const k::GemmPlan plan = k::PlanGemm(layout, m);
+  std::vector<float> scratch(plan.scratch);
   const size_t ldc = n + 1;
   std::vector<float> c(m * ldc, 7.0f);
   const size_t split = n > layout.width ? layout.width : n;
-  k::GemmTile(a.data(), depth, p, layout, n, c.data(), ldc, 0, m, 0, split, wide.data());
-  k::GemmTile(a.data(), depth, p, layout, n, c.data(), ldc, 0, m, split, n, wide.data());
+  k::GemmTile(plan, a.data(), depth, p, n, c.data(), ldc, 0, 0, split, scratch.data());
+  k::GemmTile(plan, a.data(), depth, p, n, c.data(), ldc, 0, split, n, scratch.data());
   return c;
 }
 
@@ -158,13 +167,69 @@ std::string CheckInt8TinyRows() {
   return "";
 }
 
-}  // namespace
-
-std::string CheckGemmTile(size_t tile_rows) {
+// For every row count of a block up to past 64 (linear.cc's) and every
+// weight type: GemmTile under PlanGemm's plan writes every float of the
+// plan's scratch and none past it (sentinel bits), and its results are the
+// reference's (float32), float32's bits (16-bit) or within Int8Bound (int8).
+// The int8 rows span two quantization blocks and an odd k (the padded pair).
+std::string CheckGemmScratch() {
   namespace k = mha::kernels;
-  k::SetGemmTileRows(tile_rows);
+  const uint32_t kSentinel = 0x7fa5a5a5u;  // a NaN no kernel writes
+  const size_t kGuard = 64;
+  const size_t n = k::GemmPanelWidth() + 3, depth = 2 * k::kInt8ActivationBlock + 3;
+  const std::vector<float> b = QuantizableWeights(n, depth), bias = RandomVector(n, 3);
+  for (size_t m = 1; m <= 67; ++m) {
+    const std::vector<float> a = RandomVector(m * depth, 7);
+    std::vector<float> c32;  // float32 weights' results, first
+    for (k::WeightType type : {k::WeightType::kFloat32, k::WeightType::kFloat16,
+                               k::WeightType::kBFloat16, k::WeightType::kInt8}) {
+      const std::string at = "type " + std::to_string(static_cast<int>(type)) + ", " +
+                             std::to_string(m) + " rows: ";
+      const k::PanelLayout layout = k::GemmLayout(type, depth);
+      const std::vector<float> packed_floats = Pack(layout, b, bias, n);
+      const uint8_t* p = reinterpret_cast<const uint8_t*>(packed_floats.data());
+      const k::GemmPlan plan = k::PlanGemm(layout, m);
+      if (plan.rows != m || plan.tile_rows != k::GemmTileRows() || plan.gemv_rows > 2) {
+        return at + "plan of " + std::to_string(plan.rows) + " rows, tile " +
+               std::to_string(plan.tile_rows) + ", " + std::to_string(plan.gemv_rows) +
+               " GEMV rows";
+      }
+      std::vector<uint32_t> scratch(plan.scratch + kGuard, kSentinel);
+      std::vector<float> c(m * (n + 1), 7.0f);
+      k::GemmTile(plan, a.data(), depth, p, n, c.data(), n + 1, 0, 0, n,
+                  reinterpret_cast<float*>(scratch.data()));
+      for (size_t i = 0; i < scratch.size(); ++i) {
+        if ((scratch[i] == kSentinel) != (i >= plan.scratch)) {
+          return at + "scratch float " + std::to_string(i) +
+                 (i < plan.scratch ? " unused, of " : " written, past ") +
+                 std::to_string(plan.scratch);
+        }
+      }
+      if (type == k::WeightType::kFloat32) {
+        const std::string error =
+            Compare(c, n + 1, ReferenceGemm(a, b, bias.data(), m, n, depth), m, n);
+        if (!error.empty()) return at + error;
+        c32 = c;
+        continue;
+      }
+      for (size_t i = 0; i < c.size(); ++i) {
+        const bool close = type == k::WeightType::kInt8
+                               ? std::fabs(c[i] - c32[i]) <= Int8Bound(a, depth, c32[i])
+                               : c[i] == c32[i];
+        if (!close) {
+          return at + "element " + std::to_string(i) + " = " + std::to_string(c[i]) +
+                 ", float32's " + std::to_string(c32[i]);
+        }
+      }
+    }
+  }
+  return "";
+}
+
+// Shapes that cover whole tiles, row and column tails and the GEMV rows.
+std::string CheckShapes() {
+  namespace k = mha::kernels;
   const size_t width = k::GemmPanelWidth();
-  std::string error;
   for (size_t m : {1, 2, 3, 4, 5, 6, 7, 9, 10, 13, 17, 64, 67}) {
     for (size_t n : {size_t{1}, size_t{7}, width - 1, width, width + 1, 3 * width + 5}) {
       for (size_t depth : {1, 3, 16, 33}) {
@@ -173,21 +238,28 @@ std::string CheckGemmTile(size_t tile_rows) {
         const size_t ldc = n + 1;
         const std::vector<float> c =
             PackedGemm(k::WeightType::kFloat32, a, b, bias, m, n, depth);
-        error = Compare(c, ldc, ReferenceGemm(a, b, bias.data(), m, n, depth), m, n);
+        std::string error = Compare(c, ldc, ReferenceGemm(a, b, bias.data(), m, n, depth), m, n);
         if (error.empty()) error = CheckWeightTypes(a, bias, m, n, depth);
         if (!error.empty()) {
-          error = "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" +
-                  std::to_string(depth) + ": " + error;
-          break;
+          return "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" +
+                 std::to_string(depth) + ": " + error;
         }
       }
-      if (!error.empty()) break;
     }
-    if (!error.empty()) break;
   }
+  return "";
+}
+
+}  // namespace
+
+std::string CheckGemmTile(size_t tile_rows) {
+  mha::kernels::SetGemmTileRows(tile_rows);
+  // The scratch first: the other checks run with exactly the plan's scratch.
+  std::string error = CheckGemmScratch();
+  if (error.empty()) error = CheckShapes();
   if (error.empty()) error = CheckInt8NonFinite();
   if (error.empty()) error = CheckInt8TinyRows();
-  k::SetGemmTileRows(0);
+  mha::kernels::SetGemmTileRows(0);
   return error;
 }
 

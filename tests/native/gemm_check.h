@@ -16,9 +16,10 @@ namespace mha_test {
 // 1e-4 + 1e-4 * |expected| and the column past n is untouched, packed
 // float16 and bfloat16 weights give float32's results on the same values
 // bit for bit and int8 ones within its rows' int16 rounding, an int8 GEMV
-// row holding an infinity or NaN gives non-finite outputs, and int8 GEMV rows
+// row holding an infinity or NaN gives non-finite outputs, int8 GEMV rows
 // of tiny values (down to subnormals) that quantize exactly give the exact
-// results; else the first mismatch.
+// results, and for every row count up to 67 and every weight type GemmTile
+// uses exactly the scratch its GemmPlan sizes; else the first mismatch.
 std::string CheckGemmTile(size_t tile_rows);
 
 }  // namespace mha_test
