@@ -27,19 +27,41 @@ double AttentionWork(const std::vector<kernels::AttentionHead>& heads) {
 // contiguous, and copied so first otherwise. Rows of the fused QKV projection
 // are 3E floats apart: a key tile's 64 rows then fall into a few L1 sets (a
 // 6 KiB stride maps them to 2 groups of 4) and as many pages, and the
-// kernel's tiles run slower on them. One copy per head serves all its query
-// chunks; a copy per tile is slower still, its cache misses no longer hidden
-// behind arithmetic.
+// kernel's tiles run slower on them. One copy per KV head serves all its
+// query heads and chunks; a copy per tile is slower still, its cache misses
+// no longer hidden behind arithmetic.
 bool StridedKeys(const kernels::AttentionHead& h) {
   return h.k != nullptr && (h.k_stride != h.qk_dim || h.v_stride != h.v_dim);
 }
 
-size_t PackedFloats(const kernels::AttentionHead& h) {
-  return StridedKeys(h) ? h.masked_keys * (h.qk_dim + h.v_dim) : 0;
+// Whether head i reads the keys and values of head i - 1 (the query heads
+// of a GQA group are consecutive): they then share one copy.
+bool SharesKeys(const std::vector<kernels::AttentionHead>& heads, size_t i) {
+  if (i == 0) return false;
+  const kernels::AttentionHead &a = heads[i - 1], &b = heads[i];
+  return a.k == b.k && a.v == b.v && a.k_stride == b.k_stride && a.v_stride == b.v_stride &&
+         a.masked_keys == b.masked_keys && a.ring == b.ring;
 }
 
-// Copies h's masked keys and values to `packed` (PackedFloats(h) floats) and
-// points h at them, in order.
+// Floats of head i's copy: none when it reads in place or shares the copy
+// of the head before it.
+size_t PackedFloats(const std::vector<kernels::AttentionHead>& heads, size_t i) {
+  const kernels::AttentionHead& h = heads[i];
+  if (!StridedKeys(h) || SharesKeys(heads, i)) return 0;
+  return h.masked_keys * (h.qk_dim + h.v_dim);
+}
+
+// Points h at its masked keys and values copied in order at `packed`.
+void PointAtPacked(kernels::AttentionHead* h, float* packed) {
+  h->k = packed;
+  h->k_stride = h->qk_dim;
+  h->v = packed + h->masked_keys * h->qk_dim;
+  h->v_stride = h->v_dim;
+  h->ring = 0;
+}
+
+// Copies h's masked keys and values to `packed` (PackedFloats floats) and
+// points h at them.
 void PackKeys(kernels::AttentionHead* h, float* packed) {
   float* k = packed;
   float* v = packed + h->masked_keys * h->qk_dim;
@@ -49,11 +71,7 @@ void PackKeys(kernels::AttentionHead* h, float* packed) {
     for (size_t e = 0; e < h->qk_dim; ++e) k[j * h->qk_dim + e] = k_row[e];
     for (size_t e = 0; e < h->v_dim; ++e) v[j * h->v_dim + e] = v_row[e];
   }
-  h->k = k;
-  h->k_stride = h->qk_dim;
-  h->v = v;
-  h->v_stride = h->v_dim;
-  h->ring = 0;
+  PointAtPacked(h, packed);
 }
 
 }  // namespace
@@ -96,7 +114,7 @@ void RunAttentionHeads(const std::vector<kernels::AttentionHead>& heads, Attenti
   const size_t threads = pool != nullptr ? pool->num_threads() : 1;
   std::vector<size_t> packed_at(heads.size() + 1, per_thread * threads);
   for (size_t i = 0; i < heads.size(); ++i) {
-    packed_at[i + 1] = packed_at[i] + (PackedFloats(heads[i]) + 63) / 64 * 64;
+    packed_at[i + 1] = packed_at[i] + (PackedFloats(heads, i) + 63) / 64 * 64;
   }
   float* base = scratch->Get(packed_at.back());
   std::vector<kernels::AttentionHead> packed_heads;
@@ -105,7 +123,14 @@ void RunAttentionHeads(const std::vector<kernels::AttentionHead>& heads, Attenti
     packed_heads = heads;
     auto pack = [&](size_t begin, size_t end, size_t) {
       for (size_t i = begin; i < end; ++i) {
-        if (StridedKeys(packed_heads[i])) PackKeys(&packed_heads[i], base + packed_at[i]);
+        if (!StridedKeys(heads[i])) continue;
+        size_t owner = i;  // the first head of those sharing i's keys: it copies them
+        while (SharesKeys(heads, owner)) --owner;
+        if (owner == i) {
+          PackKeys(&packed_heads[i], base + packed_at[i]);
+        } else {
+          PointAtPacked(&packed_heads[i], base + packed_at[owner]);
+        }
       }
     };
     if (pool != nullptr) {

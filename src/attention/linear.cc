@@ -62,12 +62,6 @@ void PackedLinear::SetBias(size_t row0, const float* bias, size_t count) {
   kernels::PackBias(layout_, bias, row0, count, packed);
 }
 
-void PackedLinear::CopyRows(PackedLinear& src, size_t src_row0) {
-  const uint8_t* from = src.Packed();
-  uint8_t* to = const_cast<uint8_t*>(Packed());
-  kernels::CopyColumns(src.layout_, from, src_row0, layout_, to, 0, out_);
-}
-
 void PackedLinear::Apply(const float* x, size_t ldx, size_t rows, float* y, size_t ldy,
                          ThreadPool* pool) {
   tasks_.clear();

@@ -14,7 +14,7 @@ namespace mha {
 
 // A weight (out x in) and bias, held only packed for the GEMM micro-kernel
 // (kernels/weight_panel.h) in the type they are kept in. Memory is taken on
-// the first write (Reserve, SetRows, SetBias, CopyRows) or use; the weights
+// the first write (Reserve, SetRows, SetBias) or use; the weights
 // are zero until written. Packed for the dispatched target's panel width,
 // and moved to another width if a later call finds another target (tests
 // switch targets).
@@ -37,9 +37,6 @@ class PackedLinear {
   // (null: zeros), converted to the type (kernels::PackRows).
   void SetRows(size_t row0, const float* w, size_t rows);
   void SetBias(size_t row0, const float* bias, size_t count);
-  // Rows [src_row0, src_row0 + out()) of `src` (the same type and in), as
-  // they are held there: weights, biases, scales.
-  void CopyRows(PackedLinear& src, size_t src_row0);
 
   // y (rows x out, row stride ldy) = x (rows x in, row stride ldx) W^T + b.
   void Apply(const float* x, size_t ldx, size_t rows, float* y, size_t ldy, ThreadPool* pool);

@@ -38,13 +38,11 @@ kernels::WeightType StoredWeightType(WeightsDtype dtype, kernels::WeightType sto
 
 // The projection weights and biases, held only packed, in their type
 // (linear.h). With kdim == vdim == embed_dim the in-projection lives in
-// qkv_proj, and q_proj, k_proj, v_proj are copies of its rows made when a
-// call first needs them apart (cross-attention); else in those three. One
-// value, so that a load can fill new ones and swap them in only once all is
-// done.
+// qkv_proj alone (q_proj, k_proj, v_proj hold nothing: cross-attention runs
+// on its column ranges), else in those three. One value, so that a load can
+// fill new ones and swap them in only once all is done.
 struct ProjectionWeights {
   PackedLinear q_proj, k_proj, v_proj, qkv_proj, out_proj;
-  bool split_stale = true;  // q_proj.. no longer match qkv_proj's rows
 
   // Allocates the weights a load writes (qkv_proj or q, k and v_proj, and
   // out_proj; throws std::bad_alloc), so that storing them does not allocate.
@@ -79,8 +77,6 @@ struct MultiheadAttention::Impl {
   // its place, the projections' into `w` (reserved: this does not allocate).
   void StoreParameter(const std::string& name, const float* data, int64_t size,
                       ProjectionWeights* w);
-  // Makes q_proj, k_proj, v_proj match qkv_proj's rows (when it holds them).
-  void SplitInProjection();
   // Bytes the weights take in their types.
   size_t WeightBytes() const;
 
@@ -109,6 +105,13 @@ struct MultiheadAttention::Impl {
   // Q, K and V (the live keys' rows only when trimmed).
   Projections Project(const ForwardPlan& plan, const TensorView& query, const TensorView& key,
                       const TensorView& value, ThreadPool* pool);
+  // Project with the fused in-projection (qkv_proj).
+  Projections ProjectFused(const ForwardPlan& plan, const TensorView& query,
+                           const TensorView& key, const TensorView& value, ThreadPool* pool);
+  // Blocks of the key rows to project (each entry's live keys, or all) and
+  // columns [col_begin, col_end), in key_blocks.
+  std::vector<PackedLinear::Block>& KeyRows(const ForwardPlan& plan, size_t col_begin,
+                                            size_t col_end);
   // Normalizes the projected queries and new keys (q/k norms).
   void Normalize(const MultiheadAttentionConfig& c, const ForwardPlan& plan, const Projections& p);
   // Turns the projected queries and new keys by their positions (P + i, or

@@ -46,39 +46,28 @@ const float* MultiheadAttention::Impl::TrimKeyPadding(const ForwardPlan& plan,
   return kpm;
 }
 
+std::vector<PackedLinear::Block>& MultiheadAttention::Impl::KeyRows(const ForwardPlan& plan,
+                                                                   size_t col_begin,
+                                                                   size_t col_end) {
+  const size_t S = plan.attention.S, N = plan.attention.N;
+  key_blocks.clear();
+  if (!trimmed) {
+    key_blocks.push_back({0, S * N, col_begin, col_end});
+  } else {
+    for (size_t n = 0; n < N; ++n) {
+      key_blocks.push_back({n * S, n * S + live_keys[n], col_begin, col_end});
+    }
+  }
+  return key_blocks;
+}
+
 Projections MultiheadAttention::Impl::Project(const ForwardPlan& plan, const TensorView& query,
                                               const TensorView& key, const TensorView& value,
                                               ThreadPool* pool) {
   const AttentionPlan& a = plan.attention;
   const size_t L = a.L, S = a.S, N = a.N, E = embed_dim, QK = qk, KK = kk, KV = kv;
-  // The K and V rows to project: each entry's live keys, or all rows.
-  const auto key_rows = [&](size_t col_begin, size_t col_end) -> std::vector<PackedLinear::Block>& {
-    key_blocks.clear();
-    if (!trimmed) {
-      key_blocks.push_back({0, S * N, col_begin, col_end});
-    } else {
-      for (size_t n = 0; n < N; ++n) key_blocks.push_back({n * S, n * S + live_keys[n], col_begin, col_end});
-    }
-    return key_blocks;
-  };
+  if (weights.qkv_proj.out() > 0) return ProjectFused(plan, query, key, value, pool);
   Projections p;
-  const bool self_attention = S > 0 && query.data == key.data && key.data == value.data &&
-                              query.shape == key.shape && weights.qkv_proj.out() > 0;
-  if (self_attention) {
-    p.q_ld = p.k_ld = p.v_ld = QK + KK + KV;
-    // At least one row, so the K and V offsets stay inside a real buffer when L * N == 0.
-    p.q = qkv.Get(std::max<size_t>(L * N, 1) * p.q_ld);
-    // Q columns (rounded up to whole panels) for every row, K and V for live keys.
-    const size_t align = weights.qkv_proj.ColumnAlignment();
-    const size_t split = (QK + align - 1) / align * align;
-    std::vector<PackedLinear::Block>& blocks = key_rows(split, p.q_ld);
-    blocks.push_back({0, L * N, 0, split});
-    weights.qkv_proj.Apply(query.data, E, blocks, p.q, p.q_ld, pool);
-    p.k = p.q + QK;
-    p.v = p.k + KK;
-    return p;
-  }
-  SplitInProjection();
   p.q_ld = QK;
   p.k_ld = KK;
   p.v_ld = KV;
@@ -87,8 +76,52 @@ Projections MultiheadAttention::Impl::Project(const ForwardPlan& plan, const Ten
   p.v = p.k + S * N * KK;
   weights.q_proj.Apply(query.data, E, L * N, p.q, QK, pool);
   if (S > 0) {
-    weights.k_proj.Apply(key.data, kdim, key_rows(0, KK), p.k, KK, pool);
-    weights.v_proj.Apply(value.data, vdim, key_rows(0, KV), p.v, KV, pool);
+    weights.k_proj.Apply(key.data, kdim, KeyRows(plan, 0, KK), p.k, KK, pool);
+    weights.v_proj.Apply(value.data, vdim, KeyRows(plan, 0, KV), p.v, KV, pool);
+  }
+  return p;
+}
+
+Projections MultiheadAttention::Impl::ProjectFused(const ForwardPlan& plan,
+                                                   const TensorView& query, const TensorView& key,
+                                                   const TensorView& value, ThreadPool* pool) {
+  const AttentionPlan& a = plan.attention;
+  const size_t L = a.L, S = a.S, N = a.N, E = embed_dim, QK = qk, KK = kk, KV = kv;
+  PackedLinear& w = weights.qkv_proj;
+  const size_t align = w.ColumnAlignment();
+  Projections p;
+  if (S > 0 && query.data == key.data && key.data == value.data && query.shape == key.shape) {
+    p.q_ld = p.k_ld = p.v_ld = QK + KK + KV;
+    // At least one row, so the K and V offsets stay inside a real buffer when L * N == 0.
+    p.q = qkv.Get(std::max<size_t>(L * N, 1) * p.q_ld);
+    // Q columns (rounded up to whole panels) for every row, K and V for live keys.
+    const size_t split = (QK + align - 1) / align * align;
+    std::vector<PackedLinear::Block>& blocks = KeyRows(plan, split, p.q_ld);
+    blocks.push_back({0, L * N, 0, split});
+    w.Apply(query.data, E, blocks, p.q, p.q_ld, pool);
+    p.k = p.q + QK;
+    p.v = p.k + KK;
+    return p;
+  }
+  // Apart (cross-attention): each of q, k, v runs on its columns of the
+  // packed weights, with no copy of them. A key row holds columns from the
+  // panel of K's first one on (ld apart), from key for K and from value for
+  // V; V goes first, so that K's columns of the panel they share are K's.
+  const size_t k_col = QK / align * align, v_col = (QK + KK) / align * align;
+  p.q_ld = QK;
+  p.k_ld = p.v_ld = QK + KK + KV - k_col;
+  // At least one query row, so that the key rows' column 0 (k_col floats
+  // before them) lies inside the buffer.
+  const size_t q_floats = std::max<size_t>(L * N, 1) * QK;
+  p.q = qkv.Get(q_floats + S * N * p.k_ld);
+  float* key_base = p.q + q_floats - k_col;  // column 0 of the key rows
+  p.k = key_base + QK;
+  p.v = key_base + QK + KK;
+  key_blocks.assign(1, {0, L * N, 0, QK});  // the query rows (the vector is reused)
+  w.Apply(query.data, E, key_blocks, p.q, QK, pool);
+  if (S > 0) {
+    w.Apply(value.data, E, KeyRows(plan, v_col, QK + KK + KV), key_base, p.k_ld, pool);
+    w.Apply(key.data, E, KeyRows(plan, k_col, QK + KK), key_base, p.k_ld, pool);
   }
   return p;
 }

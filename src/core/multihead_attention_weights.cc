@@ -178,7 +178,6 @@ void MultiheadAttention::Impl::StoreParameter(const std::string& name, const flo
   const auto store_in = [&](size_t row0, const float* src, size_t rows, bool bias) {
     if (w->qkv_proj.out() > 0) {
       bias ? w->qkv_proj.SetBias(row0, src, rows) : w->qkv_proj.SetRows(row0, src, rows);
-      w->split_stale = true;
       return;
     }
     // Apart: each of q, k, v takes its rows of [row0, row0 + rows) (the
@@ -219,15 +218,6 @@ void MultiheadAttention::Impl::StoreParameter(const std::string& name, const flo
     std::vector<float>& dst = name == "bias_k" ? bias_k : name == "bias_v" ? bias_v : sinks;
     std::copy(data, data + dst.size(), dst.begin());
   }
-}
-
-void MultiheadAttention::Impl::SplitInProjection() {
-  ProjectionWeights& w = weights;
-  if (w.qkv_proj.out() == 0 || !w.split_stale) return;
-  w.q_proj.CopyRows(w.qkv_proj, 0);
-  w.k_proj.CopyRows(w.qkv_proj, qk);
-  w.v_proj.CopyRows(w.qkv_proj, qk + kk);
-  w.split_stale = false;
 }
 
 size_t MultiheadAttention::Impl::WeightBytes() const {

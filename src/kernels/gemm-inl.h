@@ -84,9 +84,10 @@ const float* WidenPanel(const PanelView<W>& p, size_t k, float* HWY_RESTRICT wid
     }
     return wide;
   } else {
+    const auto upper = UpperHalfMask(d);
     for (size_t kk = 0; kk < k; ++kk) {
       hn::Vec<decltype(d)> lo, hi;
-      PanelRow(d, p, kk, &lo, &hi);
+      PanelRow(d, p, kk, upper, &lo, &hi);
       hn::StoreU(lo, d, wide + kk * width);
       hn::StoreU(hi, d, wide + kk * width + lanes);
     }

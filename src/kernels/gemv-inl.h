@@ -46,35 +46,39 @@ struct PanelView {
   const float* HWY_RESTRICT scale;
 };
 
-// Row kk of a panel of float or 16-bit weights as floats: its two halves.
+// Row kk of a panel of float or 16-bit weights as floats: its two halves
+// (`upper`: UpperHalfMask(d)).
 template <class W, class D>
-HWY_INLINE void PanelRow(D d, const PanelView<W>& p, size_t kk, hn::Vec<D>* lo, hn::Vec<D>* hi) {
-  LoadWeights(d, p.w + 2 * kk * hn::Lanes(d), lo, hi);
+HWY_INLINE void PanelRow(D d, const PanelView<W>& p, size_t kk,
+                         hn::Vec<hn::RebindToUnsigned<D>> upper, hn::Vec<D>* lo, hn::Vec<D>* hi) {
+  LoadWeights(d, p.w + 2 * kk * hn::Lanes(d), upper, lo, hi);
 }
 
-// <w>_gemv_1x2v: c[0, cols) = a . panel + bias.
+// <w>_gemv_1x2v: c[0, cols) = a . panel + bias. Two inputs per iteration,
+// pointers advanced by additions (as in GemvInt8).
 template <class W>
 inline void GemvPanel1(const float* HWY_RESTRICT a, const PanelView<W>& p, size_t k,
                        float* HWY_RESTRICT c, size_t cols) {
   const hn::ScalableTag<float> d;
-  const size_t lanes = hn::Lanes(d);
+  const size_t lanes = hn::Lanes(d), row = 2 * lanes;  // weights per input
+  const auto upper = UpperHalfMask(d);
   auto e0 = hn::LoadU(d, p.bias), e1 = hn::LoadU(d, p.bias + lanes);
   auto o0 = hn::Zero(d), o1 = hn::Zero(d);
-  size_t kk = 0;
-  for (; kk + 2 <= k; kk += 2) {
-    hn::Vec<decltype(d)> b0, b1, b2, b3;
-    PanelRow(d, p, kk, &b0, &b1);
-    PanelRow(d, p, kk + 1, &b2, &b3);
-    const auto a0 = hn::Set(d, a[kk]), a1 = hn::Set(d, a[kk + 1]);
+  const W* HWY_RESTRICT w = p.w;
+  const float* const pairs_end = a + (k & ~size_t{1});
+  hn::Vec<decltype(d)> b0, b1, b2, b3;
+  for (; a != pairs_end; a += 2, w += 2 * row) {
+    LoadWeights(d, w, upper, &b0, &b1);
+    LoadWeights(d, w + row, upper, &b2, &b3);
+    const auto a0 = hn::Set(d, a[0]), a1 = hn::Set(d, a[1]);
     e0 = FusedMulAdd(a0, b0, e0);
     e1 = FusedMulAdd(a0, b1, e1);
     o0 = FusedMulAdd(a1, b2, o0);
     o1 = FusedMulAdd(a1, b3, o1);
   }
-  if (kk < k) {
-    hn::Vec<decltype(d)> b0, b1;
-    PanelRow(d, p, kk, &b0, &b1);
-    const auto a0 = hn::Set(d, a[kk]);
+  if (k % 2 != 0) {
+    LoadWeights(d, w, upper, &b0, &b1);
+    const auto a0 = hn::Set(d, a[0]);
     e0 = FusedMulAdd(a0, b0, e0);
     e1 = FusedMulAdd(a0, b1, e1);
   }
@@ -86,32 +90,33 @@ template <class W>
 inline void GemvPanel2(const float* HWY_RESTRICT a, size_t lda, const PanelView<W>& p, size_t k,
                        float* HWY_RESTRICT c, size_t ldc, size_t cols) {
   const hn::ScalableTag<float> d;
-  const size_t lanes = hn::Lanes(d);
-  const float* a2 = a + lda;
+  const size_t lanes = hn::Lanes(d), row = 2 * lanes;
+  const auto upper = UpperHalfMask(d);
+  const float* HWY_RESTRICT a2 = a + lda;
   auto x0 = hn::LoadU(d, p.bias), x1 = hn::LoadU(d, p.bias + lanes);
   auto y0 = x0, y1 = x1;
   auto u0 = hn::Zero(d), u1 = hn::Zero(d), v0 = hn::Zero(d), v1 = hn::Zero(d);
-  size_t kk = 0;
-  for (; kk + 2 <= k; kk += 2) {
-    hn::Vec<decltype(d)> b0, b1, b2, b3;
-    PanelRow(d, p, kk, &b0, &b1);
-    PanelRow(d, p, kk + 1, &b2, &b3);
-    x0 = FusedMulAdd(hn::Set(d, a[kk]), b0, x0);
-    x1 = FusedMulAdd(hn::Set(d, a[kk]), b1, x1);
-    y0 = FusedMulAdd(hn::Set(d, a2[kk]), b0, y0);
-    y1 = FusedMulAdd(hn::Set(d, a2[kk]), b1, y1);
-    u0 = FusedMulAdd(hn::Set(d, a[kk + 1]), b2, u0);
-    u1 = FusedMulAdd(hn::Set(d, a[kk + 1]), b3, u1);
-    v0 = FusedMulAdd(hn::Set(d, a2[kk + 1]), b2, v0);
-    v1 = FusedMulAdd(hn::Set(d, a2[kk + 1]), b3, v1);
+  const W* HWY_RESTRICT w = p.w;
+  const float* const pairs_end = a + (k & ~size_t{1});
+  hn::Vec<decltype(d)> b0, b1, b2, b3;
+  for (; a != pairs_end; a += 2, a2 += 2, w += 2 * row) {
+    LoadWeights(d, w, upper, &b0, &b1);
+    LoadWeights(d, w + row, upper, &b2, &b3);
+    x0 = FusedMulAdd(hn::Set(d, a[0]), b0, x0);
+    x1 = FusedMulAdd(hn::Set(d, a[0]), b1, x1);
+    y0 = FusedMulAdd(hn::Set(d, a2[0]), b0, y0);
+    y1 = FusedMulAdd(hn::Set(d, a2[0]), b1, y1);
+    u0 = FusedMulAdd(hn::Set(d, a[1]), b2, u0);
+    u1 = FusedMulAdd(hn::Set(d, a[1]), b3, u1);
+    v0 = FusedMulAdd(hn::Set(d, a2[1]), b2, v0);
+    v1 = FusedMulAdd(hn::Set(d, a2[1]), b3, v1);
   }
-  if (kk < k) {
-    hn::Vec<decltype(d)> b0, b1;
-    PanelRow(d, p, kk, &b0, &b1);
-    x0 = FusedMulAdd(hn::Set(d, a[kk]), b0, x0);
-    x1 = FusedMulAdd(hn::Set(d, a[kk]), b1, x1);
-    y0 = FusedMulAdd(hn::Set(d, a2[kk]), b0, y0);
-    y1 = FusedMulAdd(hn::Set(d, a2[kk]), b1, y1);
+  if (k % 2 != 0) {
+    LoadWeights(d, w, upper, &b0, &b1);
+    x0 = FusedMulAdd(hn::Set(d, a[0]), b0, x0);
+    x1 = FusedMulAdd(hn::Set(d, a[0]), b1, x1);
+    y0 = FusedMulAdd(hn::Set(d, a2[0]), b0, y0);
+    y1 = FusedMulAdd(hn::Set(d, a2[0]), b1, y1);
   }
   StoreRow(d, hn::Add(x0, u0), hn::Add(x1, u1), cols, c);
   StoreRow(d, hn::Add(y0, v0), hn::Add(y1, v1), cols, c + ldc);

@@ -29,27 +29,46 @@ namespace hn = hwy::HWY_NAMESPACE;
 struct Half { uint16_t bits; };
 struct BFloat16 { uint16_t bits; };
 
-// A row of 2 * Lanes(d) weights at p: its first half in *lo, its second in
-// *hi.
+// The mask of the upper half of each lane, for bfloat16's LoadWeights: made
+// once, before a kernel's loop. In WebAssembly it is read from memory, so
+// that no optimizer (LLVM, then binaryen) turns it into a v128.const at each
+// use inside the loop, which V8 builds in several instructions every time;
+// elsewhere it stays a constant the compiler keeps in a register.
 template <class D>
-HWY_INLINE void LoadWeights(D d, const float* HWY_RESTRICT p, hn::Vec<D>* lo, hn::Vec<D>* hi) {
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<D>> UpperHalfMask(D) {
+#if HWY_TARGET == HWY_WASM
+  static volatile uint32_t bits = 0xFFFF0000u;
+#else
+  constexpr uint32_t bits = 0xFFFF0000u;
+#endif
+  return hn::Set(hn::RebindToUnsigned<D>(), bits);
+}
+
+// A row of 2 * Lanes(d) weights at p: its first half in *lo, its second in
+// *hi. `upper` is UpperHalfMask(d) (bfloat16 uses it).
+template <class D, class DU = hn::RebindToUnsigned<D>>
+HWY_INLINE void LoadWeights(D d, const float* HWY_RESTRICT p, hn::Vec<DU> upper, hn::Vec<D>* lo,
+                            hn::Vec<D>* hi) {
+  (void)upper;
   *lo = hn::LoadU(d, p);
   *hi = hn::LoadU(d, p + hn::Lanes(d));
 }
-template <class D>
-HWY_INLINE void LoadWeights(D d, const Half* HWY_RESTRICT p, hn::Vec<D>* lo, hn::Vec<D>* hi) {
+template <class D, class DU = hn::RebindToUnsigned<D>>
+HWY_INLINE void LoadWeights(D d, const Half* HWY_RESTRICT p, hn::Vec<DU> upper, hn::Vec<D>* lo,
+                            hn::Vec<D>* hi) {
+  (void)upper;
   const uint16_t* bits = reinterpret_cast<const uint16_t*>(p);
   *lo = LoadHalves(d, bits);
   *hi = LoadHalves(d, bits + hn::Lanes(d));
 }
 // Interleaved (weight_panel.h, BFloat16Slot): lane i holds column i in its
 // lower 16 bits and column Lanes(d) + i in its upper 16.
-template <class D>
-HWY_INLINE void LoadWeights(D d, const BFloat16* HWY_RESTRICT p, hn::Vec<D>* lo, hn::Vec<D>* hi) {
-  const hn::RebindToUnsigned<D> du;
-  const auto pairs = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p));
+template <class D, class DU = hn::RebindToUnsigned<D>>
+HWY_INLINE void LoadWeights(D d, const BFloat16* HWY_RESTRICT p, hn::Vec<DU> upper,
+                            hn::Vec<D>* lo, hn::Vec<D>* hi) {
+  const auto pairs = hn::LoadU(DU(), reinterpret_cast<const uint32_t*>(p));
   *lo = hn::BitCast(d, hn::ShiftLeft<16>(pairs));
-  *hi = hn::BitCast(d, hn::And(pairs, hn::Set(du, 0xFFFF0000u)));
+  *hi = hn::BitCast(d, hn::And(pairs, upper));
 }
 
 }  // namespace HWY_NAMESPACE

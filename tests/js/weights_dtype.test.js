@@ -4,7 +4,7 @@
 // one-shot (the register tiles) and decoding steps of 1 and 2 rows (the GEMV
 // kernels), and int8 ones within INT8_EXACT_WEIGHTS (its GEMV quantizes the
 // rows to 16 bits); 'auto' keeps F16/BF16 safetensors 16-bit; mha.memory is
-// the weights' bytes; an unknown dtype is an MHAError naming it. On every build.
+// the weights' bytes, which a cross-attention call does not grow; an unknown dtype is an MHAError naming it. On every build.
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { MHAError, loadMHA } from '../../web/src/index.js';
@@ -127,6 +127,21 @@ for (const build of BUILDS) {
         assert.ok(mha.memory < 0.56 * f32Memory, `${dtype}: ${mha.memory} of ${f32Memory}`);
         const got = await outputs(mha);
         got.forEach((r, i) => assert.ok(sameBits(r, expected[i]), `${dtype}: call ${i}`));
+        mha.dispose();
+      }
+    });
+
+    test('a cross-attention call on fused weights copies none of them: mha.memory stays', async () => {
+      for (const weightsDtype of ['float32', 'float16', 'bfloat16', 'int8']) {
+        const mha = lib.createMultiheadAttention({ embedDim: E, numHeads: 4, weightsDtype });
+        const stateDict = {};
+        mha.parameters.forEach(({ name, shape }, i) => { stateDict[name] = randomTensor(shape, 70 + i).data; });
+        await mha.loadStateDict(stateDict);
+        const loaded = mha.memory;
+        const x = randomTensor([3, E], 5);
+        const y = randomTensor([7, E], 6);
+        await mha.forward(x, y, y, { needWeights: false });
+        assert.equal(mha.memory, loaded, weightsDtype);
         mha.dispose();
       }
     });

@@ -6,7 +6,8 @@
 // the fused self-attention GEMM, q/k/v apart (kdim != embed_dim),
 // cross-attention on a fused module, and decoding steps of 1 and 2 rows
 // (the GEMV kernels) after a prefill (the register tiles). Also
-// weights_dtype 'auto' on F16/BF16 safetensors, memory() and bad dtypes.
+// weights_dtype 'auto' on F16/BF16 safetensors, memory() (which calls do not
+// grow) and bad dtypes.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -77,6 +78,11 @@ std::vector<Case> Cases() {
   gqa.num_kv_heads = 2;
   gqa.rotary.enabled = true;
   cases.push_back({"gqa_rotary", gqa});
+  // K's and V's first columns inside a panel on every target (22 and 44).
+  MultiheadAttentionConfig odd;
+  odd.embed_dim = 22;
+  odd.num_heads = 2;
+  cases.push_back({"fused_odd_columns", odd});
   return cases;
 }
 
@@ -111,6 +117,8 @@ void RunCalls(const MultiheadAttentionConfig& config, WeightsDtype dtype, const 
       append(r.output);
     }
   }
+  // Cross-attention runs on the packed weights as they are: no copy of them.
+  if (memory != nullptr) EXPECT_EQ(m->memory(), *memory) << "memory() grew";
   if (kdim != E || vdim != E) return;
   std::unique_ptr<mha::KVCache> cache;
   ASSERT_OK(m->CreateKVCache(N, 32, mha::KVCacheDtype::kFloat32, &cache));
