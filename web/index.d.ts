@@ -258,8 +258,20 @@ export interface KVCacheOptions {
    * which no later query sees; results are identical to a cache that keeps every key. Each call
    * needs maxLength >= left window + the rows it appends (else MHAError naming the three
    * numbers). A module without a finite left window throws MHAError.
+   *
+   * `{ keep }` (a module's cache only, any module): a StreamingLLM cache, Hugging Face's
+   * SinkCache. A call that would pass maxLength first drops the oldest keys after the first
+   * `keep` (the sinks, 0 <= keep < maxLength) and moves the others down, re-rotating them to
+   * their new slots; queries and new keys turn at their positions within the cache, and
+   * `length` counts the keys held. Such a call appends at most maxLength - keep rows.
    */
-  rolling?: boolean;
+  rolling?: boolean | StreamingOptions;
+}
+
+/** A StreamingLLM cache ({@link KVCacheOptions.rolling}). */
+export interface StreamingOptions {
+  /** The first keys kept as sinks, 0 <= keep < maxLength. */
+  keep: number;
 }
 
 /** A cache for scaledDotProductAttention: {@link MHALibrary.createKVCache}. */
@@ -285,8 +297,15 @@ export interface KVCache {
   readonly length: number;
   /** Keys in memory per batch entry: length, or at most maxLength when rolling; as length. */
   readonly held: number;
-  /** Whether it is a ring ({@link KVCacheOptions.rolling}). */
-  readonly rolling: boolean;
+  /**
+   * Per batch entry, the pad slots it remembers: the leading masked slots of the
+   * keyPaddingMask given at its prefill (the first call after creation or a truncate to 0).
+   * Later calls without a mask keep them masked and, with rotary, without positions count
+   * each entry's positions from its first real token. As length through the proxy.
+   */
+  readonly padding: number[];
+  /** Whether it is a ring, or `{ keep }` for a StreamingLLM cache ({@link KVCacheOptions.rolling}). */
+  readonly rolling: boolean | StreamingOptions;
   /** Keys it can hold per batch entry. */
   readonly maxLength: number;
   /** Batch entries. */

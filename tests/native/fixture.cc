@@ -14,6 +14,7 @@
 #include "src/io/json.h"
 #include "src/kernels/kernels.h"
 #include "src/io/safetensors.h"
+#include "tests/native/reference.h"
 
 namespace mha_test {
 namespace {
@@ -243,6 +244,18 @@ ScopedInt8Weights::~ScopedInt8Weights() {
   std::printf("int8 weights: max |output - PyTorch float32| %.3g\n",
               CurrentPrecision().max_abs_error);
   CurrentPrecision() = saved_;
+}
+
+std::unique_ptr<mha::MultiheadAttention> RandomModule(const mha::MultiheadAttentionConfig& c,
+                                                      uint32_t first_seed) {
+  std::unique_ptr<mha::MultiheadAttention> module;
+  EXPECT_TRUE(mha::MultiheadAttention::Create(c, &module).ok());
+  uint32_t seed = first_seed;
+  for (const mha::ParameterSpec& spec : module->Parameters()) {
+    const std::vector<float> w = RandomVector(static_cast<size_t>(mha::NumElements(spec.shape)), seed++);
+    EXPECT_TRUE(module->LoadParameter(spec.name, w.data(), spec.shape).ok());
+  }
+  return module;
 }
 
 void ExpectInvalidArgument(const mha::Status& status, const std::vector<std::string>& fragments) {

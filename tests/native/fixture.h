@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -117,6 +118,11 @@ class ScopedInt8Weights {
  private:
   Precision saved_;
 };
+
+// A module of config `c` with random parameters (RandomVector of seeds
+// first_seed, first_seed + 1, ... in Parameters() order).
+std::unique_ptr<mha::MultiheadAttention> RandomModule(const mha::MultiheadAttentionConfig& c,
+                                                      uint32_t first_seed);
 
 // Checks that `status` is an InvalidArgument error whose message holds each
 // of `fragments`.
