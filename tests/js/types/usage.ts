@@ -2,7 +2,8 @@
 // the declarations accept the documented API and reject misuse.
 import { loadMHA, MHAError } from 'mha-wasm';
 import type {
-  AttentionModuleInfo, DimsTensor, ForwardResult, KVCache, LoadProgress, MHALibrary, Mask, Tensor,
+  AttentionModuleInfo, DimsTensor, ForwardResult, KVCache, LoadProgress, MHALibrary, Mask,
+  StreamingOptions, Tensor,
 } from 'mha-wasm';
 
 export async function usage(): Promise<number> {
@@ -56,7 +57,10 @@ export async function usage(): Promise<number> {
   const cache: KVCache = gqa.createKVCache({ batchSize: 1, maxLength: 16, dtype: 'float16' });
   await gqa.forward(x, null, null, { cache, isCausal: true });
   const held: number = cache.length + cache.maxLength + cache.batchSize + cache.held;
-  const rolling: boolean = gqa.createKVCache({ batchSize: 1, maxLength: 8, rolling: true }).rolling;
+  const rolling: boolean | StreamingOptions =
+    gqa.createKVCache({ batchSize: 1, maxLength: 8, rolling: true }).rolling;
+  const streaming = gqa.createKVCache({ batchSize: 1, maxLength: 8, rolling: { keep: 4 } });
+  const pads: number[] = streaming.padding;
   await gqa.forward(x, x, x, { cache, positions: Int32Array.of(3, 4) });
   const c2 = lib.createKVCache({ batchSize: 1, numKVHeads: 1, headDim: 4, maxLength: 8,
     dtype: 'bfloat16' });
@@ -116,5 +120,5 @@ export async function usage(): Promise<number> {
   return result.output.data.length + (result.weights?.shape.length ?? 0) + sdpa.shape[0] +
     build.length + (reason ?? '').length + Number(proxied) + Number(simd) + inUseBytes +
     found.qSize + held +
-    (normOver ?? '').length + bytes + Number(rolling);
+    (normOver ?? '').length + bytes + Number(rolling === true) + pads.length;
 }
