@@ -91,3 +91,24 @@ for (const build of BUILDS) {
     });
   });
 }
+
+test('through the proxy in Node: cache.padding and rolling: { keep } are mirrored, saved and loaded', async () => {
+  const [inThread, proxied] = [await loadMHA(), await loadMHA({ proxy: true })];
+  const results = [];
+  for (const lib of [inThread, proxied]) {
+    const mha = randomModule(lib, config(false), 9);
+    const cache = mha.createKVCache({ batchSize: N, maxLength: 16 });
+    assert.deepEqual(cache.padding, [0, 0]);
+    const outputs = await run(mha, cache, false);
+    assert.deepEqual(cache.padding, PADS);
+    const loaded = await mha.loadKVCache(await cache.save());
+    assert.deepEqual(loaded.padding, PADS);
+    const streaming = mha.createKVCache({ batchSize: N, maxLength: 6, rolling: { keep: 2 } });
+    const restored = await mha.loadKVCache(await streaming.save());
+    assert.deepEqual([streaming.rolling, restored.rolling], [{ keep: 2 }, { keep: 2 }]);
+    results.push(outputs);
+    for (const x of [cache, loaded, streaming, restored, mha]) x.dispose();
+  }
+  assertSameRuns(results[1], results[0], 'proxied');
+  proxied.dispose();
+});
