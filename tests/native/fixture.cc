@@ -246,6 +246,17 @@ ScopedInt8Weights::~ScopedInt8Weights() {
   CurrentPrecision() = saved_;
 }
 
+mha::MultiheadAttentionConfig DecoderConfig(int64_t window_left) {
+  mha::MultiheadAttentionConfig m;
+  m.embed_dim = 16;
+  m.num_heads = 4;
+  m.num_kv_heads = 2;
+  m.batch_first = true;
+  m.rotary.enabled = true;
+  m.window.left = window_left;
+  return m;
+}
+
 std::unique_ptr<mha::MultiheadAttention> RandomModule(const mha::MultiheadAttentionConfig& c,
                                                       uint32_t first_seed) {
   std::unique_ptr<mha::MultiheadAttention> module;

@@ -119,6 +119,11 @@ class ScopedInt8Weights {
   Precision saved_;
 };
 
+// A decoder layer's attention as the cache tests use it: embed_dim 16, 4
+// query heads on 2 key/value heads, batch_first, rotary; a left window of
+// `window_left` keys (-1: none).
+mha::MultiheadAttentionConfig DecoderConfig(int64_t window_left);
+
 // A module of config `c` with random parameters (RandomVector of seeds
 // first_seed, first_seed + 1, ... in Parameters() order).
 std::unique_ptr<mha::MultiheadAttention> RandomModule(const mha::MultiheadAttentionConfig& c,

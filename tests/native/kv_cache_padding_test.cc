@@ -20,19 +20,12 @@ namespace {
 
 using mha::KVCache;
 
-constexpr int64_t kE = 16, kH = 4, kN = 2, kPrompt = 5;
+constexpr int64_t kE = 16, kN = 2, kPrompt = 5;  // kE: DecoderConfig's embed_dim
 // Entry 0 has 3 pads then 2 tokens; entry 1 no pad.
 const std::vector<int64_t> kPads = {3, 0};
 
 std::unique_ptr<mha::MultiheadAttention> NewModule(bool rolling) {
-  mha::MultiheadAttentionConfig m;
-  m.embed_dim = kE;
-  m.num_heads = kH;
-  m.num_kv_heads = 2;
-  m.batch_first = true;
-  m.rotary.enabled = true;
-  if (rolling) m.window.left = 4;
-  return RandomModule(m, 30);
+  return RandomModule(DecoderConfig(rolling ? 4 : -1), 30);
 }
 
 // The key padding mask over `slots` slots (1: pad) and Hugging Face's

@@ -19,17 +19,9 @@ namespace {
 using mha::KVCache;
 using mha::KVCacheDtype;
 
-constexpr int64_t kE = 16, kH = 4, kN = 2;
+constexpr int64_t kE = 16, kN = 2;  // kE: DecoderConfig's embed_dim
 
-std::unique_ptr<mha::MultiheadAttention> NewModule() {
-  mha::MultiheadAttentionConfig m;
-  m.embed_dim = kE;
-  m.num_heads = kH;
-  m.num_kv_heads = 2;
-  m.batch_first = true;
-  m.rotary.enabled = true;
-  return RandomModule(m, 50);
-}
+std::unique_ptr<mha::MultiheadAttention> NewModule() { return RandomModule(DecoderConfig(-1), 50); }
 
 mha::Status Call(mha::MultiheadAttention& module, KVCache* cache, int64_t L, uint32_t seed,
                  std::vector<float>* output) {
