@@ -251,6 +251,12 @@ class KVCacheBinding {
   double length() const { return static_cast<double>(cache_->length()); }
   double bytes() const { return static_cast<double>(cache_->bytes()); }
   double held() const { return static_cast<double>(cache_->held()); }
+  // Per batch entry, the pad slots it remembers: an array of numbers.
+  val padding() const {
+    val out = val::array();
+    for (int64_t pads : cache_->padding()) out.call<void>("push", static_cast<double>(pads));
+    return out;
+  }
   int truncate(double length, CallResult& result) {
     return result.Record(cache_->Truncate(static_cast<int64_t>(length)));
   }
@@ -270,7 +276,13 @@ class KVCacheBinding {
     out.set("batchSize", static_cast<double>(c.batch_size));
     out.set("maxLength", static_cast<double>(c.max_length));
     out.set("dtype", std::string(KVCacheDtypeName(c.dtype)));
-    out.set("rolling", c.rolling);
+    if (c.keep >= 0) {
+      val rolling = val::object();
+      rolling.set("keep", static_cast<double>(c.keep));
+      out.set("rolling", rolling);
+    } else {
+      out.set("rolling", c.rolling);
+    }
     out.set("numKVHeads", static_cast<double>(c.num_kv_heads));
     out.set("headDim", static_cast<double>(c.head_dim));
     out.set("vHeadDim", static_cast<double>(c.v_head_dim));
@@ -358,11 +370,14 @@ class MultiheadAttentionBinding {
     return result.Record(MultiheadAttention::Create(c, &module_));
   }
 
+  // keep >= 0: a StreamingLLM cache (rolling: { keep }).
   int createKVCache(KVCacheBinding& out, double batch_size, double max_length,
-                    const val& dtype, bool rolling, CallResult& result) {
-    return result.Record(module_->CreateKVCache(static_cast<int64_t>(batch_size),
-                                                static_cast<int64_t>(max_length),
-                                                DtypeFrom(dtype), rolling, &out.cache_));
+                    const val& dtype, bool rolling, double keep, CallResult& result) {
+    const int64_t n = static_cast<int64_t>(batch_size), max = static_cast<int64_t>(max_length);
+    return result.Record(
+        keep >= 0 ? module_->CreateStreamingKVCache(n, max, DtypeFrom(dtype),
+                                                    static_cast<int64_t>(keep), &out.cache_)
+                  : module_->CreateKVCache(n, max, DtypeFrom(dtype), rolling, &out.cache_));
   }
 
   // `bytes`: the address of `size` bytes in the heap (KVCache::Save's).
@@ -515,6 +530,7 @@ EMSCRIPTEN_BINDINGS(mha) {
       .function("length", &KVCacheBinding::length)
       .function("bytes", &KVCacheBinding::bytes)
       .function("held", &KVCacheBinding::held)
+      .function("padding", &KVCacheBinding::padding)
       .function("truncate", &KVCacheBinding::truncate)
       .function("reorder", &KVCacheBinding::reorder)
       .function("resize", &KVCacheBinding::resize)

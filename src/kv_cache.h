@@ -43,6 +43,15 @@ struct KVCacheConfig {
   // keys, which no later query can see. Each call needs max_length >= its
   // left window + the keys it appends.
   bool rolling = false;
+  // >= 0: a StreamingLLM cache (docs/design.md, "Caches an app keeps"), a
+  // module's only (MultiheadAttention::CreateStreamingKVCache), not rolling:
+  // an append that would pass max_length first drops the oldest keys after
+  // the first `keep` (the sinks) and moves the others down, re-rotating
+  // them (the module's rotary) to their new slots, as Hugging Face's
+  // SinkCache does; length() counts the keys held, the positions within the
+  // cache. keep < max_length; a call appends at most max_length - keep keys
+  // when it makes room. -1: not streaming.
+  int64_t keep = -1;
 };
 
 class KVCache {
@@ -63,6 +72,13 @@ class KVCache {
   // Keys in memory per batch entry, the last held() positions: length()
   // unless rolling, where it stops at max_length.
   int64_t held() const;
+
+  // Per batch entry, the pad slots it remembers (docs/design.md, "Caches an
+  // app keeps"): the leading masked slots of the key padding mask given at
+  // its prefill (the first call after creation or a truncate to 0), which
+  // later module calls keep masked, their rotary positions counted from the
+  // first real token, unless a call passes its own mask or positions.
+  std::vector<int64_t> padding() const;
 
   // Bytes its storage of keys and values takes (what max_length says).
   size_t bytes() const;

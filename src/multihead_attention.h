@@ -276,6 +276,12 @@ class MultiheadAttention {
     return CreateKVCache(batch_size, max_length, dtype, false, out);
   }
 
+  // A StreamingLLM cache (KVCacheConfig::keep; docs/design.md, "Caches an
+  // app keeps"): the first `keep` keys kept as sinks, the others rolling,
+  // re-rotated as they move; any module (no window needed).
+  Status CreateStreamingKVCache(int64_t batch_size, int64_t max_length, KVCacheDtype dtype,
+                                int64_t keep, std::unique_ptr<KVCache>* out) const;
+
   // A cache of this module from KVCache::Save's bytes (of a cache of this
   // module or one of the same key/value heads and head dims), continuing
   // exactly where the saved one was; errors name what differs, nothing

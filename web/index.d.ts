@@ -259,18 +259,35 @@ export interface KVCacheOptions {
    * needs maxLength >= left window + the rows it appends (else MHAError naming the three
    * numbers). A module without a finite left window throws MHAError (and, made without a
    * `window`, does not type-check: {@link WindowlessCacheOptions}).
+   *
+   * `{ keep }` (a module's cache only, any module): a StreamingLLM cache, Hugging Face's
+   * SinkCache. A call that would pass maxLength first drops the oldest keys after the first
+   * `keep` (the sinks, 0 <= keep < maxLength) and moves the others down, re-rotating them to
+   * their new slots; queries and new keys turn at their positions within the cache, and
+   * `length` counts the keys held. Such a call appends at most maxLength - keep rows.
    */
-  rolling?: boolean;
+  rolling?: boolean | StreamingOptions;
 }
 
-/** The cache options of a module made without a `window`: no `rolling`, which needs one. */
+/** A StreamingLLM cache ({@link KVCacheOptions.rolling}). */
+export interface StreamingOptions {
+  /** The first keys kept as sinks, 0 <= keep < maxLength. */
+  keep: number;
+}
+
+/**
+ * The cache options of a module made without a `window`: no `rolling: true`, which needs one;
+ * a StreamingLLM cache (`{ keep }`) needs none.
+ */
 export interface WindowlessCacheOptions extends KVCacheOptions {
-  /** Only false: a rolling cache needs a module with a finite left window. */
-  rolling?: false;
+  /** false, or `{ keep }`: a rolling ring needs a module with a finite left window. */
+  rolling?: false | StreamingOptions;
 }
 
 /** A cache for scaledDotProductAttention: {@link MHALibrary.createKVCache}. */
-export interface SdpaKVCacheOptions extends KVCacheOptions {
+export interface SdpaKVCacheOptions extends Omit<KVCacheOptions, 'rolling'> {
+  /** A ring for each call's finite left window ({@link KVCacheOptions.rolling}); no `{ keep }`. */
+  rolling?: boolean;
   /** Key/value heads (Hkv). */
   numKVHeads: number;
   /** Key features per head (E). */
@@ -301,8 +318,15 @@ export interface KVCache {
   readonly length: number;
   /** Keys in memory per batch entry: length, or at most maxLength when rolling; as length. */
   readonly held: number;
-  /** Whether it is a ring ({@link KVCacheOptions.rolling}). */
-  readonly rolling: boolean;
+  /**
+   * Per batch entry, the pad slots it remembers: the leading masked slots of the
+   * keyPaddingMask given at its prefill (the first call after creation or a truncate to 0).
+   * Later calls without a mask keep them masked and, with rotary, without positions count
+   * each entry's positions from its first real token. As length through the proxy.
+   */
+  readonly padding: number[];
+  /** Whether it is a ring, or `{ keep }` for a StreamingLLM cache ({@link KVCacheOptions.rolling}). */
+  readonly rolling: boolean | StreamingOptions;
   /** Keys it can hold per batch entry. */
   readonly maxLength: number;
   /** Batch entries. */
@@ -632,7 +656,7 @@ export interface MHALibrary {
    */
   createMultiheadAttention(config: MultiheadAttentionConfig & { window: Window }):
     MultiheadAttention<true>;
-  /** Made without a window (or with null): its caches are not rolling. */
+  /** Made without a window (or with null): its caches are not rings (StreamingLLM caches may be). */
   createMultiheadAttention(config: MultiheadAttentionConfig & { window?: null }):
     MultiheadAttention<false>;
   /** A config whose window is known at run time only (a variable of this type). */

@@ -68,6 +68,18 @@ Status KVCacheAccess::Create(const KVCacheConfig& config, uint64_t owner, int64_
                                std::to_string(c.max_length) +
                                ": its storage would exceed the address space");
   }
+  if (c.keep != -1) {
+    if (c.keep < 0 || c.keep >= c.max_length) {
+      return Status::InvalidArgument("cache: rolling.keep: expected an integer in [0, max_length - 1] "
+                                     "= [0, " + std::to_string(c.max_length - 1) +
+                                     "] (the keys kept as sinks), got " + std::to_string(c.keep));
+    }
+    if (c.rolling || owner == 0) {
+      return Status::InvalidArgument("cache: rolling.keep: a StreamingLLM cache is a module's "
+                                     "(its rotary re-rotates the keys it moves), and not also a "
+                                     "window's rolling one");
+    }
+  }
   if (c.rolling && window_left < 0) {
     return Status::InvalidArgument("cache: rolling needs a module with a finite left window "
                                    "(window), and this module has none: every key stays "
@@ -86,14 +98,21 @@ Status KVCacheAccess::Create(const KVCacheConfig& config, uint64_t owner, int64_
   state.keys = hwy::AllocateAligned<uint8_t>(key_elements * element_size);
   state.values = hwy::AllocateAligned<uint8_t>(value_elements * element_size);
   state.reorder_marks = hwy::AllocateAligned<int32_t>(static_cast<size_t>(c.batch_size));
-  if (!state.keys || !state.values || !state.reorder_marks) {
+  state.padding = hwy::AllocateAligned<int64_t>(2 * static_cast<size_t>(c.batch_size));
+  if (!state.keys || !state.values || !state.reorder_marks || !state.padding) {
     return Status::OutOfMemory("cache: not enough memory for max_length " +
                                std::to_string(c.max_length) + " (" +
                                std::to_string(cache->bytes()) +
                                " bytes)");
   }
+  std::fill(state.padding.get(), state.padding.get() + c.batch_size, int64_t{0});
   *out = std::move(cache);
   return Status::Ok();
+}
+
+std::vector<int64_t> KVCache::padding() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return std::vector<int64_t>(state_->padding.get(), state_->padding.get() + config_.batch_size);
 }
 
 Status KVCache::Truncate(int64_t length) {
@@ -115,6 +134,9 @@ Status KVCache::Truncate(int64_t length) {
         std::to_string(first_needed) + ".." + std::to_string(length - 1) + " (left window " +
         std::to_string(window_left_) + "); the cache is left as it was");
   }
+  // Pads past the new length are forgotten with the keys.
+  int64_t* padding = state_->padding.get();
+  for (int64_t n = 0; n < config_.batch_size; ++n) padding[n] = std::min(padding[n], length);
   state_->held.store(std::max<int64_t>(0, held - (now - length)), std::memory_order_release);
   state_->length.store(length, std::memory_order_release);
   return Status::Ok();
@@ -126,6 +148,7 @@ std::string KVCacheAccess::Describe(const KVCache& cache) {
          std::to_string(c.num_kv_heads) + ", head_dim " + std::to_string(c.head_dim) +
          ", v_head_dim " + std::to_string(c.v_head_dim) + ", max_length " +
          std::to_string(c.max_length) + ", " + KVCacheDtypeName(c.dtype) +
+         (c.keep >= 0 ? ", streaming, keep " + std::to_string(c.keep) : "") +
          (c.rolling ? ", rolling, length " + std::to_string(cache.length()) + ", holding " +
                           std::to_string(cache.held())
                     : ", holding " + std::to_string(cache.length())) +
@@ -170,6 +193,14 @@ Status CheckRollingAppend(const KVCache& cache, int64_t new_keys, int64_t left) 
 Status KVCacheAccess::CheckAppend(const KVCache& cache, int64_t new_keys, int64_t window_left) {
   if (cache.config_.rolling) return CheckRollingAppend(cache, new_keys, window_left);
   const int64_t held = cache.length(), max_length = cache.config_.max_length;
+  const int64_t keep = cache.config_.keep;
+  if (keep >= 0 && new_keys > max_length - keep && held + new_keys > max_length) {
+    return Status::InvalidArgument(Describe(cache) + ": appending " + std::to_string(new_keys) +
+                                   " keys; a StreamingLLM cache makes room for at most "
+                                   "max_length - keep = " + std::to_string(max_length - keep) +
+                                   " keys a call; the cache is left as it was");
+  }
+  if (keep >= 0) return Status::Ok();
   if (new_keys > max_length - held) {
     return Status::InvalidArgument("cache: appending " + std::to_string(new_keys) +
                                    " keys to a cache holding " + std::to_string(held) +

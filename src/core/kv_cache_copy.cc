@@ -66,6 +66,7 @@ Status KVCache::Select(const int32_t* indices, size_t count, std::unique_ptr<KVC
   const Slots from{state_->keys.get(), state_->values.get(), max};
   const Slots to{selected->state_->keys.get(), selected->state_->values.get(), max};
   for (size_t b = 0; b < count; ++b) {
+    selected->state_->padding[b] = state_->padding[indices[b]];
     for (size_t g = 0; g < heads; ++g) {
       CopyHead(c, length(), held(), from, static_cast<size_t>(indices[b]) * heads + g, to,
                b * heads + g);

@@ -16,11 +16,12 @@ namespace mha {
 namespace {
 
 constexpr char kMagic[8] = {'M', 'H', 'A', '-', 'K', 'V', 'C', '\0'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr uint32_t kRolling = 1;     // flags bit 0
+constexpr uint32_t kStreaming = 2;   // flags bit 1: reserved holds keep
 constexpr size_t kHeaderBytes = 80;  // before the header's checksum
 constexpr size_t kPayloadStart = kHeaderBytes + 4;
-constexpr size_t kLeastBytes = kPayloadStart + 4;  // nothing held
+constexpr size_t kLeastBytes = kPayloadStart + 8 + 4;  // one entry, nothing held
 
 // CRC-32 (IEEE 802.3, reflected 0xEDB88320: zlib's crc32, PNG's).
 std::array<uint32_t, 256> CrcTable() {
@@ -100,10 +101,13 @@ void ForEachHeldRun(const KVCache& cache, uint8_t* keys, uint8_t* values, const 
   }
 }
 
-// Bytes of the held keys and values of a cache of config c holding `held`.
+// Bytes of the payload of a cache of config c holding `held`: the padding
+// (8 bytes per batch entry), then the held keys and values.
 double PayloadBytes(const KVCacheConfig& c, double held) {
-  return static_cast<double>(c.batch_size) * static_cast<double>(c.num_kv_heads) * held *
-         static_cast<double>(c.head_dim + c.v_head_dim) * static_cast<double>(ElementSize(c.dtype));
+  return 8.0 * static_cast<double>(c.batch_size) +
+         static_cast<double>(c.batch_size) * static_cast<double>(c.num_kv_heads) * held *
+             static_cast<double>(c.head_dim + c.v_head_dim) *
+             static_cast<double>(ElementSize(c.dtype));
 }
 
 const std::string kNothing = "; nothing was loaded";
@@ -115,7 +119,9 @@ Status CheckHeader(const Header& h, size_t size, KVCacheConfig* c) {
                                    " is none of 0 (float32), 1 (float16), 2 (bfloat16)" +
                                    kNothing);
   }
-  if ((h.flags & ~kRolling) != 0 || h.reserved != 0) {
+  const bool streaming = (h.flags & kStreaming) != 0;
+  if ((h.flags & ~(kRolling | kStreaming)) != 0 || (!streaming && h.reserved != 0) ||
+      h.flags == (kRolling | kStreaming)) {
     return Status::InvalidArgument("bytes: flags " + std::to_string(h.flags) + " and reserved " +
                                    std::to_string(h.reserved) +
                                    " hold bits this version does not know" + kNothing);
@@ -132,6 +138,11 @@ Status CheckHeader(const Header& h, size_t size, KVCacheConfig* c) {
     }
   }
   const bool rolling = (h.flags & kRolling) != 0;
+  if (streaming && h.reserved >= h.max_length) {
+    return Status::InvalidArgument("bytes: keep " + std::to_string(h.reserved) +
+                                   " is not below max_length " + std::to_string(h.max_length) +
+                                   kNothing);
+  }
   if (h.held > h.length || h.held > h.max_length || (!rolling && h.held != h.length)) {
     return Status::InvalidArgument(
         "bytes: length " + std::to_string(h.length) + " and held " + std::to_string(h.held) +
@@ -145,8 +156,9 @@ Status CheckHeader(const Header& h, size_t size, KVCacheConfig* c) {
   c->max_length = static_cast<int64_t>(h.max_length);
   c->dtype = static_cast<KVCacheDtype>(h.dtype);
   c->rolling = rolling;
+  c->keep = streaming ? static_cast<int64_t>(h.reserved) : -1;
   const double payload = PayloadBytes(*c, static_cast<double>(h.held));
-  const double expected = static_cast<double>(kLeastBytes) + payload;
+  const double expected = static_cast<double>(kPayloadStart + 4) + payload;
   if (!Addressable(payload, 1) || expected != static_cast<double>(size)) {
     return Status::InvalidArgument(
         "bytes: expected " + std::to_string(static_cast<uint64_t>(expected)) +
@@ -182,7 +194,8 @@ Status KVCache::Save(std::vector<uint8_t>* out) const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   Header h;
   h.dtype = static_cast<uint32_t>(config_.dtype);
-  h.flags = config_.rolling ? kRolling : 0;
+  h.flags = config_.rolling ? kRolling : config_.keep >= 0 ? kStreaming : 0;
+  h.reserved = config_.keep >= 0 ? static_cast<uint32_t>(config_.keep) : 0;
   h.batch_size = static_cast<uint64_t>(config_.batch_size);
   h.num_kv_heads = static_cast<uint64_t>(config_.num_kv_heads);
   h.head_dim = static_cast<uint64_t>(config_.head_dim);
@@ -199,14 +212,17 @@ Status KVCache::Save(std::vector<uint8_t>* out) const {
   }
   const size_t payload = static_cast<size_t>(payload_bytes);
   try {
-    out->assign(kLeastBytes + payload, 0);
+    out->assign(kPayloadStart + 4 + payload, 0);
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("save: not enough memory for " +
-                               std::to_string(kLeastBytes + payload) + " bytes");
+                               std::to_string(kPayloadStart + 4 + payload) + " bytes");
   }
   uint8_t* bytes = out->data();
   WriteHeader(h, bytes);
   uint8_t* to = bytes + kPayloadStart;
+  for (int64_t n = 0; n < config_.batch_size; ++n, to += 8) {
+    Put(static_cast<uint64_t>(state_->padding[n]), 8, to);
+  }
   ForEachHeldRun(*this, state_->keys.get(), state_->values.get(),
                  [&](const uint8_t* stored, size_t n) {
                    std::memcpy(to, stored, n);
@@ -245,10 +261,19 @@ Status KVCacheAccess::Load(const uint8_t* bytes, size_t size, const KVCacheConfi
   KVCacheConfig c;
   const Header h = ReadHeader(bytes);
   MHA_RETURN_IF_ERROR(CheckHeader(h, size, &c));
-  const size_t payload = size - kLeastBytes;
+  const size_t payload = size - kPayloadStart - 4;
   if (Get(bytes + kPayloadStart + payload, 4) != Crc32(bytes + kPayloadStart, payload)) {
-    return Status::InvalidArgument("bytes: the keys' and values' checksum (CRC-32) does not "
-                                   "match: the bytes are corrupted" + kNothing);
+    return Status::InvalidArgument("bytes: the padding's, keys' and values' checksum (CRC-32) "
+                                   "does not match: the bytes are corrupted" + kNothing);
+  }
+  const uint8_t* from = bytes + kPayloadStart;
+  for (int64_t n = 0; n < c.batch_size; ++n) {
+    const uint64_t pads = Get(from + 8 * n, 8);
+    if (pads > h.length) {
+      return Status::InvalidArgument("bytes: padding of entry " + std::to_string(n) + " is " +
+                                     std::to_string(pads) + ", more than the length " +
+                                     std::to_string(h.length) + kNothing);
+    }
   }
   if (module != nullptr) {
     const std::string differences = Differences(c, *module);
@@ -261,7 +286,9 @@ Status KVCacheAccess::Load(const uint8_t* bytes, size_t size, const KVCacheConfi
   MHA_RETURN_IF_ERROR(Create(c, owner, window_left, &cache));
   cache->state_->length.store(static_cast<int64_t>(h.length), std::memory_order_relaxed);
   cache->state_->held.store(static_cast<int64_t>(h.held), std::memory_order_relaxed);
-  const uint8_t* from = bytes + kPayloadStart;
+  for (int64_t n = 0; n < c.batch_size; ++n, from += 8) {
+    cache->state_->padding[n] = static_cast<int64_t>(Get(from, 8));
+  }
   ForEachHeldRun(*cache, cache->state_->keys.get(), cache->state_->values.get(),
                  [&](uint8_t* stored, size_t n) {
                    std::memcpy(stored, from, n);

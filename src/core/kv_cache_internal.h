@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "hwy/aligned_allocator.h"
 #include "src/attention/aligned_buffer.h"
@@ -19,8 +20,19 @@
 
 namespace mha {
 
+struct Rotation;  // src/attention/rotary.h
+
 // Bytes of one stored key or value feature.
 inline size_t ElementSize(KVCacheDtype dtype) { return dtype == KVCacheDtype::kFloat32 ? 4 : 2; }
+
+// A call's padding (its prefill mask's or the remembered), the mask and the
+// positions made from it (src/core/multihead_attention_padding.cc): grown by
+// the first call that needs them and kept with the cache.
+struct PadBuffers {
+  std::vector<int64_t> call_padding;
+  std::vector<uint8_t> mask;
+  std::vector<int32_t> positions;
+};
 
 // Storage, head-major: per batch entry and key/value head, max_length rows
 // of head_dim keys (of v_head_dim values): row t of head g of entry n
@@ -40,10 +52,20 @@ struct KVCache::State {
   // batch_size counters for Reorder, allocated with the storage so that
   // reordering allocates nothing (src/core/kv_cache.cc).
   hwy::AlignedFreeUniquePtr<int32_t[]> reorder_marks;
+  // Per batch entry the pad slots remembered from a prefill's key padding
+  // mask (docs/design.md, "Caches an app keeps"): positions 0 .. padding[n]
+  // - 1 of entry n are pads. Then batch_size more, Reorder's scratch; both
+  // allocated with the storage.
+  hwy::AlignedFreeUniquePtr<int64_t[]> padding;
+  PadBuffers pad_buffers;
   // The held keys and values the current call may overwrite (a full rolling
   // ring's oldest), saved so that a failed call can put them back: grown on
   // the first such call and kept, not allocated per call.
   AlignedBuffer overwritten;
+  // Keys a streaming cache dropped to make room for the current call
+  // (MakeRoom), whose other held rows `overwritten` holds as they were; 0
+  // when it made none.
+  int64_t made_room = 0;
 };
 
 // New rows to append: the features of head g of new key j of batch entry n
@@ -146,8 +168,28 @@ class KVCacheAccess {
   // it was (length, held and contents). Does not allocate.
   static void Abandon(KVCache& cache, int64_t new_keys);
 
+  // The keys a call appending new_keys sees before its own: length(), or in
+  // a streaming cache (keep >= 0) what is left after MakeRoom.
+  static int64_t KeysBefore(const KVCache& cache, int64_t new_keys);
+
+  // A streaming cache, before a call appending new_keys (checked by
+  // CheckAppend): drops the keys after the first `keep` that the call needs
+  // room for and moves the others down, turning their rotary features by
+  // `rotation` (null: none) to their new slots. The rows it moves are saved
+  // first (State::overwritten): throws std::bad_alloc with the cache
+  // unchanged. The caller holds the lock.
+  static void MakeRoom(KVCache& cache, int64_t new_keys, const Rotation* rotation);
+  // After a failed call: undoes MakeRoom (length, rows, padding). Does not
+  // allocate.
+  static void UndoMakeRoom(KVCache& cache);
+
   // The slots of the held positions.
   static HeldSlots Held(const KVCache& cache);
+
+  // The remembered pad slots per batch entry (batch_size of them), and a
+  // call's buffers for them. The caller holds the lock.
+  static int64_t* Padding(KVCache& cache) { return cache.state_->padding.get(); }
+  static PadBuffers& PadScratch(KVCache& cache) { return cache.state_->pad_buffers; }
 
   // The storage, for attention: float32 rows, or 16-bit ones (keys16,
   // values16) that the kernels convert as they read them.

@@ -105,6 +105,10 @@ Status KVCache::Reorder(const int32_t* indices, size_t count) {
         {state_->values.get(), heads, max_length * v_row, run.first * v_row, run.count * v_row}};
     Permute(indices, count, state_->reorder_marks.get(), runs);
   }
+  int64_t* padding = state_->padding.get();
+  int64_t* reordered = padding + count;  // the scratch half
+  for (size_t b = 0; b < count; ++b) reordered[b] = padding[indices[b]];
+  std::copy(reordered, reordered + count, padding);
   return Status::Ok();
 }
 

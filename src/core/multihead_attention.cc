@@ -190,8 +190,8 @@ MultiheadAttention::~MultiheadAttention() = default;
 
 namespace {
 
-// The config of a module's caches but for batch_size, max_length, dtype and
-// rolling; an error for a module that cannot decode with a cache.
+// The config of a module's caches but for batch_size, max_length, dtype,
+// rolling and keep; an error for a module that cannot decode with a cache.
 Status ModuleCacheConfig(const MultiheadAttentionConfig& m, KVCacheConfig* c) {
   if (m.add_bias_kv || m.add_zero_attn) {
     return Status::InvalidArgument(
@@ -203,18 +203,28 @@ Status ModuleCacheConfig(const MultiheadAttentionConfig& m, KVCacheConfig* c) {
   return Status::Ok();
 }
 
+// A cache of module `m` (whose Impl::id is `id`) with c's batch_size,
+// max_length, dtype, rolling and keep.
+Status ModuleCache(const MultiheadAttentionConfig& m, uint64_t id, KVCacheConfig c,
+                   std::unique_ptr<KVCache>* out) {
+  MHA_RETURN_IF_ERROR(ModuleCacheConfig(m, &c));
+  return KVCacheAccess::Create(c, id, m.window.left, out);
+}
+
 }  // namespace
 
 Status MultiheadAttention::CreateKVCache(int64_t batch_size, int64_t max_length,
                                          KVCacheDtype dtype, bool rolling,
                                          std::unique_ptr<KVCache>* out) const {
-  KVCacheConfig c;
-  MHA_RETURN_IF_ERROR(ModuleCacheConfig(config_, &c));
-  c.batch_size = batch_size;
-  c.max_length = max_length;
-  c.dtype = dtype;
-  c.rolling = rolling;
-  return KVCacheAccess::Create(c, impl_->id, config_.window.left, out);
+  return ModuleCache(config_, impl_->id, {batch_size, 0, 0, 0, max_length, dtype, rolling, -1},
+                     out);
+}
+
+Status MultiheadAttention::CreateStreamingKVCache(int64_t batch_size, int64_t max_length,
+                                                  KVCacheDtype dtype, int64_t keep,
+                                                  std::unique_ptr<KVCache>* out) const {
+  return ModuleCache(config_, impl_->id, {batch_size, 0, 0, 0, max_length, dtype, false, keep},
+                     out);
 }
 
 Status MultiheadAttention::LoadKVCache(const uint8_t* bytes, size_t size,

@@ -5,6 +5,7 @@
 #include <exception>
 #include <limits>
 
+#include "src/attention/rotary.h"
 #include "src/core/kv_cache_internal.h"
 #include "src/core/multihead_attention_impl.h"
 #include "src/multihead_attention.h"
@@ -109,7 +110,7 @@ Status CheckInputs(const MultiheadAttentionConfig& c, uint64_t module_id, const 
   }
   if (o.cache != nullptr) {
     MHA_RETURN_IF_ERROR(CheckCache(c, module_id, *o.cache, *dims));
-    dims->P = o.cache->length();
+    dims->P = KVCacheAccess::KeysBefore(*o.cache, dims->S);
   }
   // Keys attended: the cache's and the new ones.
   if (dims->T() == 0 && !c.add_bias_kv && !c.add_zero_attn) {
@@ -228,13 +229,26 @@ Status MultiheadAttention::Forward(const TensorView& query, const TensorView& ke
       m.complete = true;
     }
     KVCache* cache = options.cache;
-    if (cache != nullptr) KVCacheAccess::SaveOverwritten(*cache, plan.attention.S);
+    if (cache != nullptr) {
+      KVCacheAccess::SaveOverwritten(*cache, plan.attention.S);
+      const Rotation rotation = m.KeyRotation(config_);
+      KVCacheAccess::MakeRoom(*cache, plan.attention.S,
+                              config_.rotary.enabled ? &rotation : nullptr);
+    }
     try {
-      m.Run(config_, plan, query, key, value, options, result, pool);
+      // After MakeRoom, which may drop pads.
+      ForwardOptions padded;
+      const ForwardOptions& o =
+          cache != nullptr ? WithCachePadding(config_, plan, options, &padded) : options;
+      m.Run(config_, plan, query, key, value, o, result, pool);
     } catch (...) {
-      if (cache != nullptr) KVCacheAccess::Abandon(*cache, plan.attention.S);
+      if (cache != nullptr) {
+        KVCacheAccess::Abandon(*cache, plan.attention.S);
+        KVCacheAccess::UndoMakeRoom(*cache);
+      }
       throw;
     }
+    if (cache != nullptr) RememberPadding(plan, options);
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("forward: out of memory for query " + ShapeString(query.shape) +
                                " and key " + ShapeString(key.shape));

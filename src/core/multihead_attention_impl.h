@@ -12,6 +12,7 @@
 #include "src/attention/attention.h"
 #include "src/attention/linear.h"
 #include "src/attention/rope_scaling.h"
+#include "src/attention/rotary.h"
 #include "src/core/attention_call.h"
 #include "src/kernels/kernels.h"
 #include "src/multihead_attention.h"
@@ -114,6 +115,8 @@ struct MultiheadAttention::Impl {
                                             size_t col_end);
   // Normalizes the projected queries and new keys (q/k norms).
   void Normalize(const MultiheadAttentionConfig& c, const ForwardPlan& plan, const Projections& p);
+  // How rotary turns queries and keys (with rotary enabled).
+  Rotation KeyRotation(const MultiheadAttentionConfig& c) const;
   // Turns the projected queries and new keys by their positions (P + i, or
   // `positions` when not null: ForwardOptions::positions).
   void Rotate(const MultiheadAttentionConfig& c, const ForwardPlan& plan, const Projections& p,
@@ -128,6 +131,18 @@ struct MultiheadAttention::Impl {
   void Finish(const ForwardPlan& plan, const TensorView& query, const ForwardOptions& o,
               const HeadSources& sources, ForwardResult* result, ThreadPool* pool);
 };
+
+// The padding a module's cache remembers (src/core/multihead_attention_padding.cc;
+// docs/design.md, "Caches an app keeps"), with options.cache set and locked:
+// the options the call runs with: `options`, or in `padded` a copy with a
+// key padding mask over the pad slots and per-entry rotary positions where
+// the call gives none. Throws std::bad_alloc (its buffers, kept in the
+// cache, grow).
+const ForwardOptions& WithCachePadding(const MultiheadAttentionConfig& c, const ForwardPlan& plan,
+                                       const ForwardOptions& options, ForwardOptions* padded);
+// After the call succeeded: a prefill's padding (WithCachePadding's) becomes
+// the cache's. Does not allocate.
+void RememberPadding(const ForwardPlan& plan, const ForwardOptions& options);
 
 }  // namespace mha
 

@@ -143,11 +143,15 @@ void MultiheadAttention::Impl::Normalize(const MultiheadAttentionConfig& c,
   }
 }
 
+Rotation MultiheadAttention::Impl::KeyRotation(const MultiheadAttentionConfig& c) const {
+  return {static_cast<size_t>(c.rotary.dim), rotary.inv_freq.data(), rotary.attention_factor,
+          c.rotary.interleaved};
+}
+
 void MultiheadAttention::Impl::Rotate(const MultiheadAttentionConfig& c, const ForwardPlan& plan,
                                       const Projections& p, const int32_t* positions) {
   const AttentionPlan& a = plan.attention;
-  const Rotation rotation{static_cast<size_t>(c.rotary.dim), rotary.inv_freq.data(),
-                          rotary.attention_factor, c.rotary.interleaved};
+  const Rotation rotation = KeyRotation(c);
   const bool bf = plan.batch_first;
   // One table for queries and keys: key rows equal query rows when
   // positions are given (checked at the call), else key s sits at P + s too.

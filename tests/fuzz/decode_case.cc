@@ -1,6 +1,7 @@
 #include "tests/fuzz/decode_case.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <vector>
@@ -90,6 +91,8 @@ std::string DecodeCase(FuzzInput& in, mha::ThreadPool* pool) {
   std::vector<float> history;     // (T, N, E): the tokens the cache holds
   std::vector<int32_t> rotated;   // (T, N): their rotary positions
   int64_t held = 0;               // a rolling cache's keys in memory, as the contract says
+  // Per entry, the pad slots the cache remembers (a prefill mask's leading masked ones).
+  std::vector<int64_t> pads(static_cast<size_t>(N), 0);
   for (int call = 0, calls = in.Int(1, 6); call < calls; ++call) {
     const int64_t P = cache->length();
     const int op = in.Int(0, 7);
@@ -109,6 +112,8 @@ std::string DecodeCase(FuzzInput& in, mha::ThreadPool* pool) {
       if (!valid) continue;
       const std::vector<float> old = history;
       const std::vector<int32_t> old_positions = rotated;
+      const std::vector<int64_t> old_pads = pads;
+      for (int64_t n = 0; n < N; ++n) pads[n] = old_pads[from[n]];
       for (int64_t t = 0; t < P; ++t) {
         for (int64_t n = 0; n < N; ++n) {
           std::copy_n(old.begin() + (t * N + from[n]) * E, E, history.begin() + (t * N + n) * E);
@@ -130,6 +135,7 @@ std::string DecodeCase(FuzzInput& in, mha::ThreadPool* pool) {
       }
       if (!valid) continue;
       held = std::max<int64_t>(0, held - (P - keep));
+      for (int64_t& p : pads) p = std::min(p, keep);
       history.resize(keep * N * E);
       rotated.resize(keep * N);
       continue;
@@ -156,6 +162,38 @@ std::string DecodeCase(FuzzInput& in, mha::ThreadPool* pool) {
       o.key_padding_mask = FuzzMask(in, 1, batched ? Shape{N, T} : Shape{T}, false, &kpm_b, &kpm_f);
     }
     if (in.Int(0, 3) == 0) o.attn_mask = FuzzMask(in, 2, Shape{L, T}, false, &am_b, &am_f);
+    // What the cache adds (docs/design.md, "Caches an app keeps"): its padding as a mask
+    // and, with rotary, per-entry positions, where the call gives none.
+    const bool prefill = P == 0 && o.key_padding_mask.present();
+    std::vector<int64_t> call_pads = pads;
+    for (int64_t n = 0; n < N && prefill; ++n) {
+      int64_t t = 0;
+      while (t < T && (o.key_padding_mask.kind == mha::MaskKind::kBool
+                           ? kpm_b[n * T + t] != 0
+                           : std::isinf(kpm_f[n * T + t]) && kpm_f[n * T + t] < 0)) {
+        ++t;
+      }
+      call_pads[n] = t;
+    }
+    const bool padded = std::any_of(call_pads.begin(), call_pads.end(), [](int64_t p) { return p > 0; });
+    mha::ForwardOptions ref = o;
+    std::vector<uint8_t> pad_mask;
+    std::vector<int32_t> pad_positions;
+    if (padded && !o.key_padding_mask.present()) {
+      for (int64_t n = 0; n < N; ++n) {
+        for (int64_t t = 0; t < T; ++t) pad_mask.push_back(t < call_pads[n] ? 1 : 0);
+      }
+      ref.key_padding_mask = mha::MaskView::Bool(pad_mask.data(), batched ? Shape{N, T} : Shape{T});
+    }
+    if (padded && c.rotary.enabled && positions.empty()) {
+      for (int64_t n = 0; n < N; ++n) {
+        for (int64_t i = 0; i < L; ++i) {
+          pad_positions.push_back(static_cast<int32_t>(P + i >= call_pads[n] ? P + i - call_pads[n] : 1));
+        }
+      }
+      ref.positions = pad_positions.data();
+      ref.num_positions = pad_positions.size();
+    }
     mha::ForwardResult result;
     const mha::TensorView none;
     const mha::Status status = module->Forward(x, attend_only ? none : x, attend_only ? none : x,
@@ -181,12 +219,14 @@ std::string DecodeCase(FuzzInput& in, mha::ThreadPool* pool) {
       return what + ": held " + std::to_string(cache->held());
     }
     held = std::min(held + S, max_length);
+    if (prefill) pads = call_pads;
     // The new tokens join the history (seq-first) when appended, with their positions.
     for (int64_t t = 0; t < S; ++t) {
       for (int64_t n = 0; n < N; ++n) {
         const int64_t src = bf ? n * L + t : t * N + n;
         history.insert(history.end(), tokens.begin() + src * E, tokens.begin() + (src + 1) * E);
-        rotated.push_back(positions.empty() ? static_cast<int32_t>(P + t) : positions[n * L + t]);
+        rotated.push_back(ref.positions == nullptr ? static_cast<int32_t>(P + t)
+                                                   : ref.positions[n * L + t]);
       }
     }
     const mha::TensorView keys = Rows(history, 0, T, N, E, batched, bf, &key_rows);
@@ -195,7 +235,7 @@ std::string DecodeCase(FuzzInput& in, mha::ThreadPool* pool) {
       for (int64_t n = 0; n < N; ++n) key_positions[n * T + t] = rotated[t * N + n];
     }
     mha::ForwardResult expected;
-    ReferenceMha(c, params, x, keys, keys, o, &expected, static_cast<size_t>(P), half,
+    ReferenceMha(c, params, x, keys, keys, ref, &expected, static_cast<size_t>(P), half,
                  key_positions.data());
     const double slack = half ? kFloat16Slack : 1.0;
     std::string diff = Compare(result.output, expected.output, what + ": output", slack);

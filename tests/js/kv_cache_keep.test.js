@@ -89,9 +89,9 @@ for (const build of BUILDS) {
       const x = token(1, 1, 3);
       await mha.forward(x, x, x, { cache, isCausal: true, needWeights: false });
       const bytes = await cache.save();
-      assert.equal(bytes.length, 88 + 3 * 2 * (4 + 4) * 2);
+      assert.equal(bytes.length, 88 + 8 + 3 * 2 * (4 + 4) * 2);  // 8: one entry's padding
       await rejects(mha.loadKVCache('cache'), /^loadKVCache: bytes: expected a Uint8Array \(or ArrayBuffer\) from cache\.save\(\), received the string 'cache'$/);
-      await rejects(mha.loadKVCache(bytes.subarray(0, 50)), /^loadKVCache: bytes: expected a saved KVCache \(at least 88 bytes\), got 50 bytes \(truncated\?\)/);
+      await rejects(mha.loadKVCache(bytes.subarray(0, 50)), /^loadKVCache: bytes: expected a saved KVCache \(at least 96 bytes\), got 50 bytes \(truncated\?\)/);
       await rejects(mha.loadKVCache(bytes.subarray(0, bytes.length - 1)),
         new RegExp(`^loadKVCache: bytes: expected ${bytes.length} bytes .*bfloat16, held 3\\), got ${bytes.length - 1} \\(truncated\\); nothing was loaded$`));
       const changed = (offset, value) => {
@@ -100,7 +100,7 @@ for (const build of BUILDS) {
         return copy;
       };
       await rejects(mha.loadKVCache(changed(0, 0)), /not a saved KVCache/);
-      await rejects(mha.loadKVCache(changed(8, 7)), /^loadKVCache: bytes: format version 7; this version of mha-wasm reads version 1/);
+      await rejects(mha.loadKVCache(changed(8, 7)), /^loadKVCache: bytes: format version 7; this version of mha-wasm reads version 2/);
       await rejects(mha.loadKVCache(changed(32)), /header's checksum \(CRC-32\) does not match: the bytes are corrupted/);
       await rejects(mha.loadKVCache(changed(90)), /keys' and values' checksum \(CRC-32\) does not match/);
       const other = randomModule(lib, { ...config(false), numKVHeads: 4 }, 6);

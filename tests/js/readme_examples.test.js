@@ -49,6 +49,7 @@ test('the README and the guides have the examples this test knows, each name onc
     'docs/decoding.md: decoding.mjs', 'docs/decoding.md: keep_chat.mjs',
     'docs/generating.md: ragged_batch.mjs',
     'docs/generating.md: beam_search.mjs', 'docs/generating.md: rolling_chat.mjs',
+    'docs/generating.md: streaming_chat.mjs',
     'docs/models.md: load_layer.mjs', 'docs/precision.md: precision.mjs']) {
     assert.ok(found.includes(expected), `no example ${expected}; found:\n${found.join('\n')}`);
   }

@@ -91,9 +91,13 @@ struct Twin {
   std::unique_ptr<mha::KVCache> cache;
 };
 
-// rolling: a window of 8 and a rolling cache of the smallest size for a
-// chunk of 20 (7 + 20), which the calls below pass.
-Twin MakeTwin(KVCacheDtype dtype, bool rolling = false) {
+// The caches of a module's calls: full (non-rolling), rolling: a window of 8
+// and a rolling cache of the smallest size for a chunk of 20 (7 + 20), which
+// the calls below pass; streaming: StreamingLLM, 27 slots, 4 sinks.
+enum class Kind { kFull, kRolling, kStreaming };
+
+Twin MakeTwin(KVCacheDtype dtype, Kind kind = Kind::kFull) {
+  const bool rolling = kind == Kind::kRolling;
   mha::MultiheadAttentionConfig c;
   c.embed_dim = kE;
   c.num_heads = kH;
@@ -108,7 +112,10 @@ Twin MakeTwin(KVCacheDtype dtype, bool rolling = false) {
         RandomVector(static_cast<size_t>(mha::NumElements(spec.shape)), seed++);
     EXPECT_TRUE(t.module->LoadParameter(spec.name, data.data(), spec.shape).ok());
   }
-  EXPECT_TRUE(t.module->CreateKVCache(1, rolling ? 27 : kMax, dtype, rolling, &t.cache).ok());
+  EXPECT_TRUE((kind == Kind::kStreaming
+                   ? t.module->CreateStreamingKVCache(1, 27, dtype, 4, &t.cache)
+                   : t.module->CreateKVCache(1, rolling ? 27 : kMax, dtype, rolling, &t.cache))
+                  .ok());
   return t;
 }
 
@@ -194,11 +201,13 @@ int FailEachAllocation(const std::function<mha::Status()>& call, const mha::KVCa
 class AllocFailureTest : public ::testing::TestWithParam<KVCacheDtype> {};
 
 // A rolling cache too, its ring full from the second round on: a failed call
-// puts back the oldest keys it overwrote (length, held and contents stay).
+// puts back the oldest keys it overwrote (length, held and contents stay);
+// and a StreamingLLM one, full from the second round on: a failed call puts
+// back the keys it dropped and moved.
 TEST_P(AllocFailureTest, EveryFailedAllocationLeavesModuleAndCacheAsTheyWere) {
-  for (const bool rolling : {false, true}) {
-    SCOPED_TRACE(rolling ? "rolling" : "full");
-    Twin failing = MakeTwin(GetParam(), rolling), control = MakeTwin(GetParam(), rolling);
+  for (const Kind kind : {Kind::kFull, Kind::kRolling, Kind::kStreaming}) {
+    SCOPED_TRACE(kind == Kind::kFull ? "full" : kind == Kind::kRolling ? "rolling" : "streaming");
+    Twin failing = MakeTwin(GetParam(), kind), control = MakeTwin(GetParam(), kind);
     // Each kind of call: the decode kernel, averaged and per-head weights
     // (weights are what the result allocated after the cache grew), flash.
     const Call calls[] = {{"prompt", 5, false, true},
@@ -207,7 +216,7 @@ TEST_P(AllocFailureTest, EveryFailedAllocationLeavesModuleAndCacheAsTheyWere) {
                           {"step with per-head weights", 2, true, false},
                           {"chunk of 20 (flash)", 20, false, true}};
     uint32_t seed = 20;
-    for (int round = 0; round < (rolling ? 2 : 1); ++round) {
+    for (int round = 0; round < (kind == Kind::kFull ? 1 : 2); ++round) {
       for (const Call& call : calls) {
         SCOPED_TRACE(call.name);
         const std::vector<float> tokens = RandomVector(call.rows * kE, seed++);

@@ -39,6 +39,7 @@ struct DecodeConfig {
   int64_t batch_size = 1, max_length = 0;
   mha::KVCacheDtype dtype = mha::KVCacheDtype::kFloat32;
   bool rolling = false;  // generation fixtures
+  int64_t keep = -1;     // generation fixtures: >= 0, a StreamingLLM cache
   bool enable_gqa = false;
   std::vector<Step> steps;
 };
@@ -154,6 +155,7 @@ mha::Status ReadDecodeConfig(const Fixture& f, DecodeConfig* out) {
                                   : mha::KVCacheDtype::kFloat32;
   c.enable_gqa = Bool(v, "enable_gqa");
   c.rolling = Bool(v, "rolling");
+  if (const mha::json::Value* keep = v.Find("keep")) c.keep = keep->integer;
   for (const mha::json::Value& s : v.Find("steps")->array) {
     Step step;
     step.truncate = s.Find("truncate")->integer;
@@ -201,7 +203,9 @@ void RunSchedule(Fixture& f, const DecodeConfig& c, mha::ThreadPool* pool, int* 
   } else {
     ASSERT_OK(mha::MultiheadAttention::Create(c.module, &module));
     ASSERT_OK(module->LoadSafetensors(f.bytes.data(), f.bytes.size(), {"param."}));
-    ASSERT_OK(module->CreateKVCache(c.batch_size, c.max_length, c.dtype, c.rolling, &cache));
+    ASSERT_OK(c.keep >= 0
+                  ? module->CreateStreamingKVCache(c.batch_size, c.max_length, c.dtype, c.keep, &cache)
+                  : module->CreateKVCache(c.batch_size, c.max_length, c.dtype, c.rolling, &cache));
   }
   int call = 0;
   for (size_t i = 0; i < c.steps.size(); ++i) {
@@ -226,7 +230,9 @@ void RunSchedule(Fixture& f, const DecodeConfig& c, mha::ThreadPool* pool, int* 
       ASSERT_OK(f.View(prefix + "key", &k));
       ASSERT_OK(f.View(prefix + "value", &v));
     }
-    const int64_t expected_length = cache->length() + NewKeys(c, k, sdpa);
+    // A StreamingLLM cache counts the keys it holds.
+    const int64_t appended = cache->length() + NewKeys(c, k, sdpa);
+    const int64_t expected_length = c.keep >= 0 ? std::min(appended, c.max_length) : appended;
     const int64_t rows = sdpa ? q.shape[q.shape.size() - 2]
                               : q.shape[c.module.batch_first && q.shape.size() == 3 ? 1 : 0];
     if (!step.need_weights && rows >= 1 && rows <= 16) ++*decode_steps;
@@ -343,7 +349,7 @@ TEST(DecodingFixtureList, HasFixtures) {
               return path.find("/beam_") != std::string::npos;
             }), 5);
   EXPECT_GE(ListFixtures("models").size(), 8u);
-  EXPECT_GE(ListFixtures("generation").size(), 6u);
+  EXPECT_GE(ListFixtures("generation").size(), 9u);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "src/io/json.h"
 #include "src/kernels/kernels.h"
 #include "src/io/safetensors.h"
+#include "tests/native/reference.h"
 
 namespace mha_test {
 namespace {
@@ -243,6 +244,29 @@ ScopedInt8Weights::~ScopedInt8Weights() {
   std::printf("int8 weights: max |output - PyTorch float32| %.3g\n",
               CurrentPrecision().max_abs_error);
   CurrentPrecision() = saved_;
+}
+
+mha::MultiheadAttentionConfig DecoderConfig(int64_t window_left) {
+  mha::MultiheadAttentionConfig m;
+  m.embed_dim = 16;
+  m.num_heads = 4;
+  m.num_kv_heads = 2;
+  m.batch_first = true;
+  m.rotary.enabled = true;
+  m.window.left = window_left;
+  return m;
+}
+
+std::unique_ptr<mha::MultiheadAttention> RandomModule(const mha::MultiheadAttentionConfig& c,
+                                                      uint32_t first_seed) {
+  std::unique_ptr<mha::MultiheadAttention> module;
+  EXPECT_TRUE(mha::MultiheadAttention::Create(c, &module).ok());
+  uint32_t seed = first_seed;
+  for (const mha::ParameterSpec& spec : module->Parameters()) {
+    const std::vector<float> w = RandomVector(static_cast<size_t>(mha::NumElements(spec.shape)), seed++);
+    EXPECT_TRUE(module->LoadParameter(spec.name, w.data(), spec.shape).ok());
+  }
+  return module;
 }
 
 void ExpectInvalidArgument(const mha::Status& status, const std::vector<std::string>& fragments) {

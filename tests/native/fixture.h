@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -117,6 +118,16 @@ class ScopedInt8Weights {
  private:
   Precision saved_;
 };
+
+// A decoder layer's attention as the cache tests use it: embed_dim 16, 4
+// query heads on 2 key/value heads, batch_first, rotary; a left window of
+// `window_left` keys (-1: none).
+mha::MultiheadAttentionConfig DecoderConfig(int64_t window_left);
+
+// A module of config `c` with random parameters (RandomVector of seeds
+// first_seed, first_seed + 1, ... in Parameters() order).
+std::unique_ptr<mha::MultiheadAttention> RandomModule(const mha::MultiheadAttentionConfig& c,
+                                                      uint32_t first_seed);
 
 // Checks that `status` is an InvalidArgument error whose message holds each
 // of `fragments`.

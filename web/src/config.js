@@ -223,10 +223,11 @@ export function checkModuleCacheOptions(c, options) {
   }
   const d = resolvedDims(c);
   const bytes = checkCacheSize(checked, d.numKVHeads, d.qkHeadDim, d.vHeadDim);
-  if (checked.rolling && c.window.left < 0) {
+  if (checked.rolling === true && c.window.left < 0) {
     throw new MHAError('createKVCache: cache: rolling needs a module with a finite left window ' +
                        '(window), and this module has none: every key stays visible, so none ' +
-                       'may be dropped');
+                       'may be dropped (rolling: { keep } makes a StreamingLLM cache, which needs ' +
+                       'none)');
   }
   return { ...checked, bytes };
 }

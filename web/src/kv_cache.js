@@ -27,9 +27,23 @@ export function checkCacheOptions(options, name, extraKeys = []) {
     batchSize: checkPositiveInteger(o.batchSize, 'batchSize'),
     maxLength: checkPositiveInteger(o.maxLength, 'maxLength'),
     dtype,
-    rolling: checkBoolean(o.rolling, 'rolling', false),
+    rolling: checkRolling(o.rolling, o.maxLength),
   };
 }
+
+// rolling: true or false, or { keep } (a StreamingLLM cache: keep in [0, maxLength - 1]).
+function checkRolling(rolling, maxLength) {
+  if (rolling === null || typeof rolling !== 'object') return checkBoolean(rolling, 'rolling', false);
+  const { keep } = checkOptionsObject(rolling, 'rolling', ['keep']);
+  if (!Number.isSafeInteger(keep) || keep < 0 || keep >= maxLength) {
+    throw new MHAError(`rolling.keep: expected an integer in [0, maxLength - 1] = [0, ${maxLength - 1}] ` +
+                       `(the keys kept as sinks), received ${describe(keep)}`);
+  }
+  return { keep };
+}
+
+// The keep of checked `rolling` (checkRolling's), -1 for none, as the core takes it.
+export const keepOf = (rolling) => (typeof rolling === 'object' ? rolling.keep : -1);
 
 // WASM's address space: KVCache::CreateOwned refuses a cache whose storage
 // would not fit (tensor.cc's Addressable, with a 32-bit size_t), before
@@ -119,6 +133,12 @@ export class KVCache {
   get length() { return this.checkAlive('cache.length').length(); }
   /** Keys in memory per batch entry: length, or at most maxLength when rolling. */
   get held() { return this.checkAlive('cache.held').held(); }
+  /**
+   * Per batch entry, the pad slots it remembers from the key padding mask given at its
+   * prefill (its leading masked slots): later calls keep them masked and count rotary
+   * positions from the first real token.
+   */
+  get padding() { return this.checkAlive('cache.padding').padding(); }
   get rolling() { return this.option('rolling'); }
   get maxLength() { return this.option('maxLength'); }
   get batchSize() { return this.option('batchSize'); }

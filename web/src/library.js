@@ -76,6 +76,10 @@ export function checkSdpaCache(options) {
     headDim: checkPositiveInteger(options.headDim, 'headDim'),
     vHeadDim: checkPositiveInteger(options.vHeadDim ?? options.headDim, 'vHeadDim'),
   };
+  if (typeof checked.rolling === 'object') {
+    throw new MHAError('rolling.keep: a StreamingLLM cache is a module\'s ' +
+                       '(mha.createKVCache: its rotary re-rotates the keys it moves)');
+  }
   checked.bytes = checkCacheSize(checked, checked.numKVHeads, checked.headDim, checked.vHeadDim);
   return checked;
 }

@@ -3,7 +3,7 @@ import { callFrame } from './call_frame.js';
 import { callCore, newBinding } from './core_call.js';
 import { MHAError } from './errors.js';
 import { checkConfig, checkModuleCacheOptions, parametersOf, resolvedDims } from './config.js';
-import { KVCache, cachesOf, checkCache, checkSavedBytes, loadedFrom } from './kv_cache.js';
+import { KVCache, cachesOf, checkCache, checkSavedBytes, keepOf, loadedFrom } from './kv_cache.js';
 import { Lifetime, livesOf } from './lifetime.js';
 import { returnPromises } from './promise_methods.js';
 import { runSteps } from './steps.js';
@@ -176,13 +176,15 @@ export class MultiheadAttention {
   }
 
   // A KVCache for this module: {batchSize, maxLength, dtype: 'float32' |
-  // 'float16' | 'bfloat16', rolling} (rolling: a module with a finite left window).
+  // 'float16' | 'bfloat16', rolling} (rolling: true, a module with a finite
+  // left window; { keep }, StreamingLLM, any module).
   createKVCache(options) {
     const binding = this.checkAlive('createKVCache');
     const checked = checkModuleCacheOptions(this.#config, options);
     const { batchSize, maxLength, dtype, rolling } = checked;
     return new KVCache(this.#wasm, checked, (cache, result) =>
-      binding.createKVCache(cache, batchSize, maxLength, dtype, rolling, result));
+      binding.createKVCache(cache, batchSize, maxLength, dtype, rolling === true, keepOf(rolling),
+        result));
   }
 
   // A cache of this module from cache.save()'s bytes, continuing exactly

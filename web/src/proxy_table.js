@@ -49,7 +49,8 @@ function bytesOnly(name, shards, { onProgress, signal } = {}) {
 
 // A new cache's getters, from its checked {batchSize, maxLength, dtype, bytes, rolling}.
 const newCache = ({ batchSize, maxLength, dtype, bytes, rolling }) =>
-  ({ length: 0, held: 0, maxLength, batchSize, dtype, bytes, rolling });
+  ({ length: 0, held: 0, padding: new Array(batchSize).fill(0), maxLength, batchSize, dtype, bytes,
+    rolling });
 
 export const PROXIED = {
   MHALibrary: {
@@ -126,11 +127,11 @@ export const PROXIED = {
       select: { type: 'KVCache', check: (self, indices) => checkSelect(indices) },
       clone: { type: 'KVCache', check: null },
     },
-    getters: ['length', 'held', 'maxLength', 'batchSize', 'dtype', 'bytes', 'rolling'],
+    getters: ['length', 'held', 'padding', 'maxLength', 'batchSize', 'dtype', 'bytes', 'rolling'],
     known: newCache,
     // Calls that take the cache (forward, scaledDotProductAttention) change
-    // them; resize, maxLength and bytes.
-    mirror: ['length', 'held', 'maxLength', 'bytes'],
+    // them; resize, maxLength and bytes; truncate, reorder and reset padding.
+    mirror: ['length', 'held', 'padding', 'maxLength', 'bytes'],
     disposable: true,
     name: 'cache',
     noun: 'KVCache',

@@ -366,14 +366,14 @@ export function contractTable(fixture) {
     ['mha.loadKVCache: truncated bytes', async (ctx) => {
       const bytes = await cacheOf(ctx).save();
       return ctx.mha.loadKVCache(bytes.subarray(0, 40));
-    }, REJECTS(/^loadKVCache: bytes: expected a saved KVCache \(at least 88 bytes\), got 40 bytes/)],
+    }, REJECTS(/^loadKVCache: bytes: expected a saved KVCache \(at least 96 bytes\), got 40 bytes/)],
     ['mha.loadKVCache: a corrupted key', async (ctx) => {
       const cache = cacheOf(ctx);
       forwardInto(ctx, cache);
       const bytes = await cache.save();
       bytes[100] ^= 1;
       return ctx.mha.loadKVCache(bytes);
-    }, REJECTS(/^loadKVCache: bytes: the keys' and values' checksum \(CRC-32\) does not match/)],
+    }, REJECTS(/^loadKVCache: bytes: the padding's, keys' and values' checksum \(CRC-32\) does not match/)],
     ['save on a disposed cache', (ctx) => disposed(cacheOf(ctx)).save(),
       REJECTS(/^save: expected a live KVCache, received one that was disposed$/)],
     ['select([1, 1, 0]) after an unawaited forward', async (ctx) => {

@@ -40,7 +40,7 @@ async function makeCache(lib, fixture) {
     const mha = lib.createMultiheadAttention(config);
     await mha.loadSafetensors(fixture.bytes, { prefix: 'param.' });
     return { mha, cache: mha.createKVCache({ batchSize: c.batch_size, maxLength: c.max_length,
-      dtype: c.dtype, rolling: c.rolling ?? false }) };
+      dtype: c.dtype, rolling: c.keep !== undefined ? { keep: c.keep } : c.rolling ?? false }) };
   }
   const [, numKVHeads, , headDim] = fixture.tensors['step0.key'].shape;
   const vHeadDim = fixture.tensors['step0.value'].shape[3];

@@ -3,7 +3,7 @@
 import { loadMHA, MHAError } from 'mha-wasm';
 import type {
   AttentionModuleInfo, DimsTensor, ForwardResult, KVCache, LoadProgress, MHALibrary, Mask,
-  ModuleKVCache, MultiheadAttentionConfig, SdpaKVCache, Tensor,
+  ModuleKVCache, MultiheadAttentionConfig, SdpaKVCache, StreamingOptions, Tensor,
 } from 'mha-wasm';
 
 export async function usage(): Promise<number> {
@@ -65,11 +65,13 @@ export async function usage(): Promise<number> {
   const anyKind: KVCache = cache;
   const held: number = cache.length + cache.maxLength + cache.batchSize + cache.held;
   const windowed = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, window: 4 });
-  const rolling: boolean = windowed.createKVCache({ batchSize: 1, maxLength: 8, rolling: true }).rolling;
+  const rolling: boolean | StreamingOptions = windowed.createKVCache({ batchSize: 1, maxLength: 8, rolling: true }).rolling;
   gqa.createKVCache({ batchSize: 1, maxLength: 8, rolling: false });
   // A config known at run time only may have a window: its module may make rolling caches.
   const fromFile: MultiheadAttentionConfig = { embedDim: 8, numHeads: 2, window: config.sliding_window };
   lib.createMultiheadAttention(fromFile).createKVCache({ batchSize: 1, maxLength: 8, rolling: true });
+  const streaming = gqa.createKVCache({ batchSize: 1, maxLength: 8, rolling: { keep: 4 } });
+  const pads: number[] = streaming.padding;
   await gqa.forward(x, x, x, { cache, positions: Int32Array.of(3, 4) });
   const c2: SdpaKVCache = lib.createKVCache({ batchSize: 1, numKVHeads: 1, headDim: 4, maxLength: 8,
     dtype: 'bfloat16' });
@@ -146,7 +148,7 @@ export async function usage(): Promise<number> {
   return result.output.data.length + (result.weights?.shape.length ?? 0) + sdpa.shape[0] +
     build.length + (reason ?? '').length + Number(proxied) + Number(simd) + inUseBytes +
     found.qSize + held +
-    (normOver ?? '').length + bytes + Number(rolling) + weights.shape[0] + withWeights.shape[0] +
+    (normOver ?? '').length + bytes + Number(rolling === true) + weights.shape[0] + withWeights.shape[0] +
     Number(noWeights === null) + (either?.shape.length ?? 0) + cacheOnly.shape[0] + anyKind.length +
-    sdpaCopy.length;
+    sdpaCopy.length + pads.length;
 }
