@@ -83,7 +83,8 @@ Status KVCacheAccess::Create(const KVCacheConfig& config, uint64_t owner, int64_
   if (c.rolling && window_left < 0) {
     return Status::InvalidArgument("cache: rolling needs a module with a finite left window "
                                    "(window), and this module has none: every key stays "
-                                   "visible, so none may be dropped");
+                                   "visible, so none may be dropped (rolling: { keep } makes a "
+                                   "StreamingLLM cache, which needs none)");
   }
   std::unique_ptr<KVCache> cache;
   try {

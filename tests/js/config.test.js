@@ -10,6 +10,7 @@ import { loadMHA } from '../../web/src/index.js';
 import {
   checkConfigRules, checkModuleCacheOptions, coreConfig, parametersOf, resolvedDims,
 } from '../../web/src/config.js';
+import { keepOf } from '../../web/src/kv_cache.js';
 import { checkSdpaCache, wasmOf } from '../../web/src/library.js';
 
 const CONFIGS = 3000;
@@ -86,10 +87,11 @@ const SCALINGS = [
 const INV_FREQS = [new Float32Array([1, 0.5]), new Float32Array([1]),
   new Float32Array([0.5, NaN]), new Float32Array([1, 0.1, 0.01, 0.001])];
 
-function randomCacheOptions() {
+// streaming: whether `rolling` may be { keep } (a module's caches only).
+function randomCacheOptions(streaming) {
   const dim = () => pick([1, 2, 3, 8, 2 ** 20, 2 ** 31, 2 ** 41, 2 ** 53 - 1]);
   return { batchSize: dim(), maxLength: dim(), dtype: pick(['float32', 'float16']),
-    rolling: pick([false, true]) };
+    rolling: pick(streaming ? [false, true, { keep: pick([0, 1, 4, 2 ** 20]) }] : [false, true]) };
 }
 
 // The bytes of a cache's keys and values, as the core allocates them.
@@ -154,7 +156,7 @@ test(`${CONFIGS} configs: JS refuses what the core refuses and knows its paramet
         .catch((error) => assert.fail(`${what}: ${error.message}`));
       mha.dispose();
       for (let j = 0; j < 3; j++) {
-        const options = randomCacheOptions();
+        const options = randomCacheOptions(true);
         const js = jsError(() => checkModuleCacheOptions(c, options));
         const d = resolvedDims(c);
         if (!js && cacheBytes(options, d.numKVHeads, d.qkHeadDim, d.vHeadDim) > MAX_CACHE_BYTES) {
@@ -162,7 +164,7 @@ test(`${CONFIGS} configs: JS refuses what the core refuses and knows its paramet
         }
         const cache = new wasm.KVCache();
         const core = coreError(binding.createKVCache(cache, options.batchSize, options.maxLength,
-          options.dtype, options.rolling, result), result, 'createKVCache');
+          options.dtype, options.rolling === true, keepOf(options.rolling), result), result, 'createKVCache');
         cache.delete();
         assertSameVerdict(js, core, `${what}, cache ${JSON.stringify(options)}`);
         caches++;
