@@ -15,10 +15,12 @@
 // answered, so steady calls allocate nothing.
 import { MHAError } from './errors.js';
 import { alignUp } from './heap.js';
-import { ARRAY, HANDLE, PROXIED, builtinType, errorFrom } from './proxy_table.js';
+import { ARRAY, HANDLE, PROXIED, STEP, builtinType, errorFrom } from './proxy_table.js';
 import { Lifetime } from './lifetime.js';
 import { forget } from './load_once.js';
 import { returnPromises } from './promise_methods.js';
+import { CheckpointReading, listSteps, loadSteps } from './safetensors_load.js';
+import { runSteps } from './steps.js';
 import { shapeKey } from './validate.js';
 
 // Staging buffers are at least this size, a power of two, so that one serves many calls.
@@ -191,8 +193,9 @@ export class Connection {
     this.pending.clear();
   }
 
-  // Sends target.method(...args); `created` is the object a `creates` method returns.
-  send(target, method, args, created) {
+  // Sends target.method(...args); `created` is the object a `creates` method returns; `transfer`:
+  // whether the call's arrays are handed over (each the whole of its buffer) rather than copied.
+  send(target, method, args, created, transfer = false) {
     if (this.dead) return Promise.reject(this.dead);
     const objects = [target];
     const arrays = new Map();
@@ -202,15 +205,17 @@ export class Connection {
       message.create = created.handle;
       objects.push(created);
     }
-    Object.assign(message, this.arrays.pack([...arrays.keys()]));
-    return new Promise((resolve, reject) => this.post({ resolve, reject, objects, staging: message.staged?.buffer }, message));
+    Object.assign(message, transfer ? { arrays: [...arrays.keys()] } : this.arrays.pack([...arrays.keys()]));
+    return new Promise((resolve, reject) => this.post({ resolve, reject, objects, staging: message.staged?.buffer },
+      message, transfer ? message.arrays.map((array) => array.buffer) : []));
   }
 
-  // Posts `message`; a message that cannot be cloned answers its call with that error.
-  post(call, message) {
+  // Posts `message` (handing over `transfer`); a message that cannot be cloned answers its call
+  // with that error.
+  post(call, message, transfer = []) {
     this.pending.set(message.id, call);
     try {
-      this.worker.postMessage(message);
+      this.worker.postMessage(message, transfer);
     } catch ({ name, message: text }) {
       this.receive({ id: message.id, error: { name, message: text }, states: {} });
     }
@@ -276,6 +281,62 @@ class ProxiedObject {
   }
 }
 
+// The stand-in for a load's core in the worker (safetensors_load.js, CoreLoad) that the caller's
+// thread feeds: the same steps, each sent to the worker; a tensor is read into a buffer of its
+// own, handed over to the worker.
+class RemoteLoad {
+  constructor(mha, options) {
+    this.mha = mha;
+    this.options = options;
+    this.handle = null;  // the core's in the worker, once started
+  }
+
+  // As in-thread, a module disposed during a wait rejects the load.
+  step(...args) {
+    this.mha.checkAlive('loadSafetensors');
+    return this.mha.call(STEP, args);
+  }
+
+  start(headers) {
+    this.handle = this.mha.connection.nextHandle++;
+    return this.step('start', this.handle, headers, this.options);
+  }
+
+  tensor(size) {
+    const bytes = new Uint8Array(size);
+    return {
+      write: (chunk, at) => bytes.set(chunk, at),
+      feed: (tensor, shard) => {
+        this.mha.checkAlive('loadSafetensors');
+        return this.mha.connection.send(this.mha, STEP, ['feed', this.handle, tensor, bytes, shard], null, true);
+      },
+      release() {},
+    };
+  }
+
+  finish() {
+    return this.step('finish', this.handle);
+  }
+
+  // Ends the core's load in the worker (unfinished, if it was not).
+  dispose() {
+    if (this.handle !== null) this.mha.connection.release(this.handle);
+  }
+}
+
+// The calls whose checkpoint the caller's thread reads, with the in-thread steps
+// (safetensors_load.js): onProgress and the signal stay here; the worker gets the headers and each
+// tensor the core takes, one at a time.
+const READS = {
+  loadSafetensors: (mha, { options, shards, read }) =>
+    runSteps(loadSteps(new CheckpointReading('loadSafetensors', shards, read), new RemoteLoad(mha, options))),
+  listAttentionModules: (lib, shards) => runSteps(listSteps(new CheckpointReading('listAttentionModules', shards),
+    (headers) => {
+      lib.checkAlive('listAttentionModules');
+      return lib.call(STEP, ['list', headers]);
+    })),
+};
+
 // Frees an object in the worker after the calls sent before (no reply).
 const release = ({ connection, handle }) => connection.release(handle);
 
@@ -293,6 +354,7 @@ function clientClass(type) {
       const checked = check?.(this, ...args);
       // Again: an argument's getter may have disposed this object meanwhile.
       this.checkAlive(method);
+      if (method in READS) return READS[method](this, checked);
       return this.call(method, spec.sends[method]?.(checked, ...args) ?? args);
     };
   }
