@@ -252,9 +252,9 @@ class ProxiedObject {
     this.life?.check(method);
   }
 
-  call(method, args) {
+  call(method, args, transfer = false) {
     if (this.creationError) return Promise.reject(this.creationError);
-    return this.connection.send(this, method, args);
+    return this.connection.send(this, method, args, null, transfer);
   }
 
   create(method, args, type, checked) {
@@ -291,31 +291,28 @@ class RemoteLoad {
     this.handle = null;  // the core's in the worker, once started
   }
 
-  // As in-thread, a module disposed during a wait rejects the load.
-  step(...args) {
+  // As in-thread, a module disposed during a wait rejects the load; `transfer` as send()'s.
+  step(args, transfer = false) {
     this.mha.checkAlive('loadSafetensors');
-    return this.mha.call(STEP, args);
+    return this.mha.call(STEP, args, transfer);
   }
 
   start(headers) {
     this.handle = this.mha.connection.nextHandle++;
-    return this.step('start', this.handle, headers, this.options);
+    return this.step(['start', this.handle, headers, this.options]);
   }
 
   tensor(size) {
     const bytes = new Uint8Array(size);
     return {
       write: (chunk, at) => bytes.set(chunk, at),
-      feed: (tensor, shard) => {
-        this.mha.checkAlive('loadSafetensors');
-        return this.mha.connection.send(this.mha, STEP, ['feed', this.handle, tensor, bytes, shard], null, true);
-      },
+      feed: (tensor, shard) => this.step(['feed', this.handle, tensor, bytes, shard], true),
       release() {},
     };
   }
 
   finish() {
-    return this.step('finish', this.handle);
+    return this.step(['finish', this.handle]);
   }
 
   // Ends the core's load in the worker (unfinished, if it was not).

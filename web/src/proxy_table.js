@@ -1,6 +1,7 @@
 // What the proxy forwards to its worker, class by class. Adding a proxied
 // method or class is an entry here; proxy_client.js and proxy_worker.js are
-// generic. Per class:
+// generic, but for the calls that read a checkpoint in the caller's thread
+// (their READS and STEPS). Per class:
 //   calls:   methods that run in the worker and resolve to their result, each
 //            with the JS-visible check the in-thread method runs first (so
 //            bad input is refused in the caller's thread, nothing sent), or
