@@ -111,6 +111,26 @@ for (const build of BUILDS) for (const proxy of [false, true]) {
       reference.dispose();
     });
 
+    // Through the proxy the load's steps go to the worker one by one, yet calls made after it run
+    // after it (the worker runs calls in the order made), as in-thread, where bytes load at once.
+    test('a call made right after a load from bytes sees its weights; calls during a stream run',
+      async () => {
+        const lib = await loadLib();
+        const { whole } = checkpoint(11);
+        const reference = randomModule(lib, CONFIG, 12);
+        const mha = lib.createMultiheadAttention(CONFIG);
+        const loaded = mha.loadSafetensors(whole, OPTIONS);
+        const [output] = await Promise.all([mha.forward(x, x, x), loaded]);
+        assert.ok(sameBits(output, await mha.forward(x, x, x)));
+        // Another module's forward made while a stream is read resolves (after the load, through
+        // the proxy).
+        const other = await Promise.all([mha.loadSafetensors(streamOf(whole, { chunk: 100 }), OPTIONS),
+          reference.forward(x, x, x)]);
+        assert.equal(other[1].output.data.length, x.data.length);
+        mha.dispose();
+        reference.dispose();
+      });
+
     test('a stream is read only up to the last tensor used; progress is monotone to the total',
       async () => {
         const lib = await loadLib();

@@ -127,6 +127,11 @@ export class Connection {
     this.nextId = 1;
     this.nextHandle = 1;
     this.dead = null;           // the MHAError once the worker is gone
+    // While a call that reads a checkpoint in this thread runs (READS), it holds the channel: only
+    // its own messages go; the others wait, in order, so that the worker runs every call in the
+    // order made, as in-thread (where a load from bytes is done when its call returns).
+    this.holder = null;
+    this.waiting = [];          // posts that wait for the holder to finish
     this.started = false;       // whether the worker has said anything (so its script ran)
     this.loaded = new Promise((resolve, reject) => { this.settleLoad = { resolve, reject }; });
     const lock = env.endsUnheard && globalThis.navigator?.locks ?
@@ -194,8 +199,9 @@ export class Connection {
   }
 
   // Sends target.method(...args); `created` is the object a `creates` method returns; `transfer`:
-  // whether the call's arrays are handed over (each the whole of its buffer) rather than copied.
-  send(target, method, args, created, transfer = false) {
+  // whether the call's arrays are handed over (each the whole of its buffer) rather than copied;
+  // `holder`: the holding call's, for its own messages.
+  send(target, method, args, created, transfer = false, holder = null) {
     if (this.dead) return Promise.reject(this.dead);
     const objects = [target];
     const arrays = new Map();
@@ -207,23 +213,53 @@ export class Connection {
     }
     Object.assign(message, transfer ? { arrays: [...arrays.keys()] } : this.arrays.pack([...arrays.keys()]));
     return new Promise((resolve, reject) => this.post({ resolve, reject, objects, staging: message.staged?.buffer },
-      message, transfer ? message.arrays.map((array) => array.buffer) : []));
+      message, transfer ? message.arrays.map((array) => array.buffer) : [], holder));
   }
 
-  // Posts `message` (handing over `transfer`); a message that cannot be cloned answers its call
-  // with that error.
-  post(call, message, transfer = []) {
+  // Posts `message` (handing over `transfer`), once the channel is free or `holder` holds it; a
+  // message that cannot be cloned answers its call with that error.
+  post(call, message, transfer = [], holder = null) {
     this.pending.set(message.id, call);
     try {
-      this.worker.postMessage(message, transfer);
+      if (this.holder === null || holder === this.holder) this.worker.postMessage(message, transfer);
+      else {
+        // Copied now: the caller may change its arrays once the call is made.
+        const copy = structuredClone(message);
+        this.waiting.push(() => this.dead || this.worker.postMessage(copy));
+      }
     } catch ({ name, message: text }) {
       this.receive({ id: message.id, error: { name, message: text }, states: {} });
     }
   }
 
-  release(handle) {
+  release(handle, holder = null) {
     if (this.dead) return;
-    this.post({ resolve() {}, reject() {}, objects: [] }, { op: 'release', id: this.nextId++, target: handle });
+    this.post({ resolve() {}, reject() {}, objects: [] }, { op: 'release', id: this.nextId++, target: handle },
+      [], holder);
+  }
+
+  // Runs run(holder) holding the channel (now, or once the calls made before have gone); resolves
+  // as run's Promise does.
+  hold(run) {
+    return new Promise((resolve, reject) => {
+      const start = () => {
+        this.holder = {};
+        try {
+          Promise.resolve(run(this.holder)).finally(() => this.free()).then(resolve, reject);
+        } catch (error) {
+          this.free();
+          reject(error);
+        }
+      };
+      if (this.holder === null) start();
+      else this.waiting.push(start);
+    });
+  }
+
+  // Posts what waited, up to the next call that holds the channel.
+  free() {
+    this.holder = null;
+    while (this.holder === null && this.waiting.length > 0) this.waiting.shift()();
   }
 }
 
@@ -252,9 +288,9 @@ class ProxiedObject {
     this.life?.check(method);
   }
 
-  call(method, args, transfer = false) {
+  call(method, args, transfer = false, holder = null) {
     if (this.creationError) return Promise.reject(this.creationError);
-    return this.connection.send(this, method, args, null, transfer);
+    return this.connection.send(this, method, args, null, transfer, holder);
   }
 
   create(method, args, type, checked) {
@@ -285,16 +321,18 @@ class ProxiedObject {
 // thread feeds: the same steps, each sent to the worker; a tensor is read into a buffer of its
 // own, handed over to the worker.
 class RemoteLoad {
-  constructor(mha, options) {
+  // holder: the load's hold on the channel (Connection.hold).
+  constructor(mha, options, holder) {
     this.mha = mha;
     this.options = options;
+    this.holder = holder;
     this.handle = null;  // the core's in the worker, once started
   }
 
   // As in-thread, a module disposed during a wait rejects the load; `transfer` as send()'s.
   step(args, transfer = false) {
     this.mha.checkAlive('loadSafetensors');
-    return this.mha.call(STEP, args, transfer);
+    return this.mha.call(STEP, args, transfer, this.holder);
   }
 
   start(headers) {
@@ -317,7 +355,7 @@ class RemoteLoad {
 
   // Ends the core's load in the worker (unfinished, if it was not).
   dispose() {
-    if (this.handle !== null) this.mha.connection.release(this.handle);
+    if (this.handle !== null) this.mha.connection.release(this.handle, this.holder);
   }
 }
 
@@ -325,12 +363,12 @@ class RemoteLoad {
 // (safetensors_load.js): onProgress and the signal stay here; the worker gets the headers and each
 // tensor the core takes, one at a time.
 const READS = {
-  loadSafetensors: (mha, { options, shards, read }) =>
-    runSteps(loadSteps(new CheckpointReading('loadSafetensors', shards, read), new RemoteLoad(mha, options))),
-  listAttentionModules: (lib, shards) => runSteps(listSteps(new CheckpointReading('listAttentionModules', shards),
-    (headers) => {
+  loadSafetensors: (mha, { options, shards, read }, holder) => runSteps(loadSteps(
+    new CheckpointReading('loadSafetensors', shards, read), new RemoteLoad(mha, options, holder))),
+  listAttentionModules: (lib, shards, holder) => runSteps(listSteps(
+    new CheckpointReading('listAttentionModules', shards), (headers) => {
       lib.checkAlive('listAttentionModules');
-      return lib.call(STEP, ['list', headers]);
+      return lib.call(STEP, ['list', headers], false, holder);
     })),
 };
 
@@ -351,7 +389,7 @@ function clientClass(type) {
       const checked = check?.(this, ...args);
       // Again: an argument's getter may have disposed this object meanwhile.
       this.checkAlive(method);
-      if (method in READS) return READS[method](this, checked);
+      if (method in READS) return this.connection.hold((holder) => READS[method](this, checked, holder));
       return this.call(method, spec.sends[method]?.(checked, ...args) ?? args);
     };
   }
