@@ -321,17 +321,20 @@ class ProxiedObject {
 // thread feeds: the same steps, each sent to the worker; a tensor is read into a buffer of its
 // own, handed over to the worker.
 class RemoteLoad {
-  // holder: the load's hold on the channel (Connection.hold).
-  constructor(mha, options, holder) {
+  // holder: the load's hold on the channel (Connection.hold); atOnce: whether every source is
+  // bytes, which in-thread load within the call, so that a module disposed after it does not
+  // affect the load (its release waits behind the load's steps).
+  constructor(mha, options, holder, atOnce) {
     this.mha = mha;
     this.options = options;
     this.holder = holder;
+    this.atOnce = atOnce;
     this.handle = null;  // the core's in the worker, once started
   }
 
-  // As in-thread, a module disposed during a wait rejects the load; `transfer` as send()'s.
+  // As in-thread, a module disposed while a source is read rejects the load; `transfer` as send()'s.
   step(args, transfer = false) {
-    this.mha.checkAlive('loadSafetensors');
+    if (!this.atOnce) this.mha.checkAlive('loadSafetensors');
     return this.mha.call(STEP, args, transfer, this.holder);
   }
 
@@ -364,7 +367,8 @@ class RemoteLoad {
 // tensor the core takes, one at a time.
 const READS = {
   loadSafetensors: (mha, { options, shards, read }, holder) => runSteps(loadSteps(
-    new CheckpointReading('loadSafetensors', shards, read), new RemoteLoad(mha, options, holder))),
+    new CheckpointReading('loadSafetensors', shards, read), new RemoteLoad(mha, options, holder,
+    shards.every((shard) => shard instanceof Uint8Array)))),
   listAttentionModules: (lib, shards, holder) => runSteps(listSteps(
     new CheckpointReading('listAttentionModules', shards), (headers) => {
       lib.checkAlive('listAttentionModules');
