@@ -8,7 +8,7 @@ import { after, test } from 'node:test';
 import * as nodeEnv from '../../web/src/env_node.js';
 import { MHAError, loadMHA } from '../../web/src/index.js';
 import { startProxy } from '../../web/src/proxy_client.js';
-import { errorFields, errorFrom } from '../../web/src/proxy_table.js';
+import { STEP, errorFields, errorFrom } from '../../web/src/proxy_table.js';
 import { lcg } from './helpers/random.js';
 import { writeSafetensors } from './helpers/safetensors.js';
 
@@ -44,8 +44,9 @@ class Watched {
     }
   }
 
-  postMessage(message, transfer) {
-    sent.push({ method: message.method, bytes: bytesOf(message) });
+  postMessage(message, transfer = []) {
+    sent.push({ method: message.method, step: message.args?.[0], bytes: bytesOf(message),
+      transferred: transfer.reduce((sum, buffer) => sum + buffer.byteLength, 0) });
     // Cloned now, as postMessage does (it throws here for what cannot be cloned).
     const copy = structuredClone(message, { transfer });
     this.toWorker(() => this.worker.postMessage(copy, transfer));
@@ -106,7 +107,9 @@ test('a state_dict with an unused 64 MB tensor sends only the tensors loaded', a
   mha.dispose();
 });
 
-test("loadSafetensors sends a shard's header and the tensors under the prefix, not the rest", async () => {
+// The caller's thread reads the checkpoint (proxy_client.js, READS): the worker gets the headers
+// and, handed over, each tensor the module uses, nothing of the rest.
+test("loadSafetensors sends the headers and hands over the tensors under the prefix, not the rest", async () => {
   const shapes = { in_proj_weight: [3 * E, E], in_proj_bias: [3 * E], 'out_proj.weight': [E, E], 'out_proj.bias': [E] };
   const bytes = writeSafetensors({
     ...Object.fromEntries(Object.entries(WEIGHTS).map(([key, data]) => [`attn.${key}`, { shape: shapes[key], data }])),
@@ -115,15 +118,19 @@ test("loadSafetensors sends a shard's header and the tensors under the prefix, n
   const outputs = [];
   for (const lib of [inThread, proxied]) {
     const mha = lib.createMultiheadAttention(CONFIG);
-    sent.length = 0;
     await mha.loadSafetensors([bytes, bytes.slice()], { prefix: 'attn.' }).catch(() => {});
+    sent.length = 0;
     await mha.loadSafetensors(bytes, { prefix: 'attn.' });
     outputs.push([...(await mha.forward(QUERY, QUERY, QUERY)).output.data]);
     mha.dispose();
   }
-  const loads = sent.filter(({ method }) => method === 'loadSafetensors');
-  assert.equal(loads.length, 2);
-  for (const { bytes: count } of loads) assert.ok(count < 2 * (1 << 20), `sent ${count} bytes`);
+  const steps = sent.filter(({ method }) => method === STEP);
+  assert.deepEqual(steps.map(({ step }) => step), ['start', 'feed', 'feed', 'feed', 'feed', 'finish']);
+  const used = Object.values(WEIGHTS).reduce((sum, array) => sum + array.byteLength, 0);
+  const feeds = steps.filter(({ step }) => step === 'feed');
+  assert.equal(feeds.reduce((sum, { transferred }) => sum + transferred, 0), used);
+  assert.equal(feeds.reduce((sum, { bytes: count }) => sum + count, 0), used);
+  assert.ok(steps[0].bytes < 1024 && steps[0].transferred === 0, JSON.stringify(steps[0]));
   assert.deepEqual(outputs[1], outputs[0]);
   const broken = new Uint8Array(64).fill(7);
   const [here, there] = await Promise.all([inThread, proxied].map((lib) =>

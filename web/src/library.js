@@ -16,7 +16,7 @@ import {
 import { MHAError } from './errors.js';
 import { returnPromises } from './promise_methods.js';
 import { VERSION } from './version.js';
-import { CheckpointReading } from './safetensors_load.js';
+import { CheckpointReading, listSteps } from './safetensors_load.js';
 import { runSteps } from './steps.js';
 import { checkShards, copyHeader } from './weights.js';
 
@@ -87,6 +87,8 @@ export function checkSdpaCache(options) {
 // The instance under a library, for the package's tests (not exported by
 // the package's entry points).
 export let wasmOf;
+// listHeadersOf(lib, headers): listAttentionModules from the headers (the proxy's worker's).
+export let listHeadersOf;
 
 export class MHALibrary {
   // Private: the engine's instance is not the caller's to reach or change.
@@ -94,6 +96,7 @@ export class MHALibrary {
 
   static {
     wasmOf = (lib) => lib.#wasm;
+    listHeadersOf = (lib, headers) => lib.#listHeaders(headers);
   }
 
   // threadsOffReason: null, or why the single-thread build runs; relaxedSimd: the engine's probe.
@@ -167,20 +170,18 @@ export class MHALibrary {
   listAttentionModules(bytes) {
     const name = 'listAttentionModules';
     this.live(name);
-    return runSteps(this.#listSteps(name, new CheckpointReading(name, checkShards(bytes, name))));
+    return runSteps(listSteps(new CheckpointReading(name, checkShards(bytes, name)),
+      (headers) => this.#listHeaders(headers)));
   }
 
-  // listAttentionModules' steps (steps.js).
-  *#listSteps(name, reading) {
-    try {
-      const headers = yield* reading.headers();
-      // The library may have been disposed during a wait.
-      const wasm = this.live(name);
-      return callCore(wasm, name, (heap, result) =>
-        wasm.listAttentionModules(headers.map((header) => copyHeader(heap, header)), result));
-    } finally {
-      reading.close();
-    }
+  // listAttentionModules from the shards' headers (copyHeader's); the proxy's
+  // worker receives them from the caller's thread (proxy_worker.js).
+  #listHeaders(headers) {
+    const name = 'listAttentionModules';
+    // The library may have been disposed during a wait.
+    const wasm = this.live(name);
+    return callCore(wasm, name, (heap, result) =>
+      wasm.listAttentionModules(headers.map((header) => copyHeader(heap, header)), result));
   }
 
   // Diagnostics: the WASM heap's top (sbrk), bytes malloc'd, memory size.

@@ -10,10 +10,8 @@ import { runSteps } from './steps.js';
 import {
   checkBoolean, checkKeyValue, checkMask, checkOptionsObject, checkTensor, describe,
 } from './validate.js';
-import { CheckpointReading, checkReadOptions } from './safetensors_load.js';
-import {
-  checkShards, checkStateDictEntries, checkWeightOptions, copyHeader,
-} from './weights.js';
+import { CheckpointReading, CoreLoad, checkReadOptions, loadSteps } from './safetensors_load.js';
+import { checkShards, checkStateDictEntries, checkWeightOptions } from './weights.js';
 
 const FORWARD_KEYS = ['keyPaddingMask', 'attnMask', 'needWeights', 'averageAttnWeights',
   'isCausal', 'cache', 'positions'];
@@ -74,6 +72,10 @@ export function checkForward(query, key, value, options, ours) {
     cache: checkCache(cache, ours),
   };
 }
+
+// coreLoadOf(mha, options): the core's side of a load into `mha` (a CoreLoad),
+// for loadSafetensors here and in the proxy's worker (proxy_worker.js).
+export let coreLoadOf;
 
 // Frozen all the way down: callers read it, nothing changes it.
 const frozenSpecs = (specs) => Object.freeze(specs.map(({ name, shape }) =>
@@ -153,26 +155,14 @@ export class MultiheadAttention {
     const name = 'loadSafetensors';
     this.checkAlive(name);
     const { options: o, shards, read } = checkLoadSafetensors(bytes, options);
-    return runSteps(this.#loadSteps(name, o, new CheckpointReading(name, shards, read)));
+    const reading = new CheckpointReading(name, shards, read);
+    return runSteps(loadSteps(reading, coreLoadOf(this, o)));
   }
 
-  // loadSafetensors' steps (steps.js).
-  *#loadSteps(name, options, reading) {
-    const load = new this.#wasm.SafetensorsLoad();
-    try {
-      const headers = yield* reading.headers();
-      // The module may have been disposed during a wait: checkAlive after each.
-      const sources = callCore(this.#wasm, name, (heap, result) => this.checkAlive(name)
-        .startLoad(load, headers.map((header) => copyHeader(heap, header)), options, result));
-      yield* reading.tensors(this.#wasm, headers, sources, (tensor, ptr, shard) =>
-        callCore(this.#wasm, shard === null ? name : `${name}: ${shard}`, (_, result) =>
-          this.checkAlive(name).feedLoad(load, tensor, ptr, result)));
-      reading.checkAborted();
-      callCore(this.#wasm, name, (_, result) => this.checkAlive(name).finishLoad(load, result));
-    } finally {
-      reading.close();
-      load.delete();
-    }
+  static {
+    // The module may be disposed during a load's waits: its binding is looked up at each step.
+    coreLoadOf = (mha, options) => new CoreLoad(mha.#wasm, () => mha.checkAlive('loadSafetensors'),
+      'loadSafetensors', options);
   }
 
   // A KVCache for this module: {batchSize, maxLength, dtype: 'float32' |

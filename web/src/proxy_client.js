@@ -15,10 +15,12 @@
 // answered, so steady calls allocate nothing.
 import { MHAError } from './errors.js';
 import { alignUp } from './heap.js';
-import { ARRAY, HANDLE, PROXIED, builtinType, errorFrom } from './proxy_table.js';
+import { ARRAY, HANDLE, PROXIED, STEP, builtinType, errorFrom } from './proxy_table.js';
 import { Lifetime } from './lifetime.js';
 import { forget } from './load_once.js';
 import { returnPromises } from './promise_methods.js';
+import { CheckpointReading, listSteps, loadSteps } from './safetensors_load.js';
+import { runSteps } from './steps.js';
 import { shapeKey } from './validate.js';
 
 // Staging buffers are at least this size, a power of two, so that one serves many calls.
@@ -125,6 +127,11 @@ export class Connection {
     this.nextId = 1;
     this.nextHandle = 1;
     this.dead = null;           // the MHAError once the worker is gone
+    // While a call that reads a checkpoint in this thread runs (READS), it holds the channel: only
+    // its own messages go; the others wait, in order, so that the worker runs every call in the
+    // order made, as in-thread (where a load from bytes is done when its call returns).
+    this.holder = null;
+    this.waiting = [];          // posts that wait for the holder to finish
     this.started = false;       // whether the worker has said anything (so its script ran)
     this.loaded = new Promise((resolve, reject) => { this.settleLoad = { resolve, reject }; });
     const lock = env.endsUnheard && globalThis.navigator?.locks ?
@@ -191,8 +198,10 @@ export class Connection {
     this.pending.clear();
   }
 
-  // Sends target.method(...args); `created` is the object a `creates` method returns.
-  send(target, method, args, created) {
+  // Sends target.method(...args); `created` is the object a `creates` method returns; `transfer`:
+  // whether the call's arrays are handed over (each the whole of its buffer) rather than copied;
+  // `holder`: the holding call's, for its own messages.
+  send(target, method, args, created, transfer = false, holder = null) {
     if (this.dead) return Promise.reject(this.dead);
     const objects = [target];
     const arrays = new Map();
@@ -202,23 +211,55 @@ export class Connection {
       message.create = created.handle;
       objects.push(created);
     }
-    Object.assign(message, this.arrays.pack([...arrays.keys()]));
-    return new Promise((resolve, reject) => this.post({ resolve, reject, objects, staging: message.staged?.buffer }, message));
+    Object.assign(message, transfer ? { arrays: [...arrays.keys()] } : this.arrays.pack([...arrays.keys()]));
+    return new Promise((resolve, reject) => this.post({ resolve, reject, objects, staging: message.staged?.buffer },
+      message, transfer ? message.arrays.map((array) => array.buffer) : [], holder));
   }
 
-  // Posts `message`; a message that cannot be cloned answers its call with that error.
-  post(call, message) {
+  // Posts `message` (handing over `transfer`), once the channel is free or `holder` holds it; a
+  // message that cannot be cloned answers its call with that error.
+  post(call, message, transfer = [], holder = null) {
     this.pending.set(message.id, call);
     try {
-      this.worker.postMessage(message);
+      if (this.holder === null || holder === this.holder) this.worker.postMessage(message, transfer);
+      else {
+        // Copied now: the caller may change its arrays once the call is made.
+        const copy = structuredClone(message);
+        this.waiting.push(() => this.dead || this.worker.postMessage(copy));
+      }
     } catch ({ name, message: text }) {
       this.receive({ id: message.id, error: { name, message: text }, states: {} });
     }
   }
 
-  release(handle) {
+  release(handle, holder = null) {
     if (this.dead) return;
-    this.post({ resolve() {}, reject() {}, objects: [] }, { op: 'release', id: this.nextId++, target: handle });
+    this.post({ resolve() {}, reject() {}, objects: [] }, { op: 'release', id: this.nextId++, target: handle },
+      [], holder);
+  }
+
+  // Runs run(holder) holding the channel (now, or once the calls made before have gone); resolves
+  // as run's Promise does.
+  hold(run) {
+    return new Promise((resolve, reject) => {
+      const start = () => {
+        this.holder = {};
+        try {
+          Promise.resolve(run(this.holder)).finally(() => this.free()).then(resolve, reject);
+        } catch (error) {
+          this.free();
+          reject(error);
+        }
+      };
+      if (this.holder === null) start();
+      else this.waiting.push(start);
+    });
+  }
+
+  // Posts what waited, up to the next call that holds the channel.
+  free() {
+    this.holder = null;
+    while (this.holder === null && this.waiting.length > 0) this.waiting.shift()();
   }
 }
 
@@ -247,9 +288,9 @@ class ProxiedObject {
     this.life?.check(method);
   }
 
-  call(method, args) {
+  call(method, args, transfer = false, holder = null) {
     if (this.creationError) return Promise.reject(this.creationError);
-    return this.connection.send(this, method, args);
+    return this.connection.send(this, method, args, null, transfer, holder);
   }
 
   create(method, args, type, checked) {
@@ -276,6 +317,65 @@ class ProxiedObject {
   }
 }
 
+// The stand-in for a load's core in the worker (safetensors_load.js, CoreLoad) that the caller's
+// thread feeds: the same steps, each sent to the worker; a tensor is read into a buffer of its
+// own, handed over to the worker.
+class RemoteLoad {
+  // holder: the load's hold on the channel (Connection.hold); atOnce: whether every source is
+  // bytes, which in-thread load within the call, so that a module disposed after it does not
+  // affect the load (its release waits behind the load's steps).
+  constructor(mha, options, holder, atOnce) {
+    this.mha = mha;
+    this.options = options;
+    this.holder = holder;
+    this.atOnce = atOnce;
+    this.handle = null;  // the core's in the worker, once started
+  }
+
+  // As in-thread, a module disposed while a source is read rejects the load; `transfer` as send()'s.
+  step(args, transfer = false) {
+    if (!this.atOnce) this.mha.checkAlive('loadSafetensors');
+    return this.mha.call(STEP, args, transfer, this.holder);
+  }
+
+  start(headers) {
+    this.handle = this.mha.connection.nextHandle++;
+    return this.step(['start', this.handle, headers, this.options]);
+  }
+
+  tensor(size) {
+    const bytes = new Uint8Array(size);
+    return {
+      write: (chunk, at) => bytes.set(chunk, at),
+      feed: (tensor, shard) => this.step(['feed', this.handle, tensor, bytes, shard], true),
+      release() {},
+    };
+  }
+
+  finish() {
+    return this.step(['finish', this.handle]);
+  }
+
+  // Ends the core's load in the worker (unfinished, if it was not).
+  dispose() {
+    if (this.handle !== null) this.mha.connection.release(this.handle, this.holder);
+  }
+}
+
+// The calls whose checkpoint the caller's thread reads, with the in-thread steps
+// (safetensors_load.js): onProgress and the signal stay here; the worker gets the headers and each
+// tensor the core takes, one at a time.
+const READS = {
+  loadSafetensors: (mha, { options, shards, read }, holder) => runSteps(loadSteps(
+    new CheckpointReading('loadSafetensors', shards, read), new RemoteLoad(mha, options, holder,
+    shards.every((shard) => shard instanceof Uint8Array)))),
+  listAttentionModules: (lib, shards, holder) => runSteps(listSteps(
+    new CheckpointReading('listAttentionModules', shards), (headers) => {
+      lib.checkAlive('listAttentionModules');
+      return lib.call(STEP, ['list', headers], false, holder);
+    })),
+};
+
 // Frees an object in the worker after the calls sent before (no reply).
 const release = ({ connection, handle }) => connection.release(handle);
 
@@ -293,6 +393,7 @@ function clientClass(type) {
       const checked = check?.(this, ...args);
       // Again: an argument's getter may have disposed this object meanwhile.
       this.checkAlive(method);
+      if (method in READS) return this.connection.hold((holder) => READS[method](this, checked, holder));
       return this.call(method, spec.sends[method]?.(checked, ...args) ?? args);
     };
   }

@@ -1,10 +1,13 @@
 // What the proxy forwards to its worker, class by class. Adding a proxied
 // method or class is an entry here; proxy_client.js and proxy_worker.js are
-// generic. Per class:
+// generic, but for the calls that read a checkpoint in the caller's thread
+// (their READS and STEPS). Per class:
 //   calls:   methods that run in the worker and resolve to their result, each
 //            with the JS-visible check the in-thread method runs first (so
 //            bad input is refused in the caller's thread, nothing sent), or
 //            null; like the in-thread ones, they never throw: errors reject;
+//            those that read a checkpoint read it in the caller's thread
+//            (proxy_client.js, READS) and send the worker steps (STEP);
 //   sends:   for some calls, what is sent in place of the arguments, from the check's result and
 //            the arguments: only what the worker's method uses (the in-thread method given
 //            these sees what it would have seen of the originals);
@@ -26,7 +29,6 @@
 // `self.ours`: whether a value is a proxied KVCache of the same worker).
 import * as errors from './errors.js';
 import { checkModuleCacheOptions, checkConfig, parametersOf } from './config.js';
-import { MHAError } from './errors.js';
 import {
   checkReorder, checkResize, checkSavedBytes, checkSelect, checkTruncate,
 } from './kv_cache.js';
@@ -35,17 +37,6 @@ import { checkShards } from './weights.js';
 import {
   checkForward, checkLoadSafetensors, checkLoadStateDict,
 } from './multihead_attention.js';
-
-// The proxy sends a checkpoint as bytes only so far: a Blob, Response or
-// stream, onProgress and signal would need its channel to carry them (they
-// do not clone), so they are refused in the caller's thread.
-function bytesOnly(name, shards, { onProgress, signal } = {}) {
-  if (shards.some((shard) => !(shard instanceof Uint8Array)) || onProgress || signal) {
-    throw new MHAError(`${name}: through the proxy (threaded builds in a page), a checkpoint ` +
-      'goes as bytes (Uint8Array or ArrayBuffer) without onProgress or signal for now; to ' +
-      'stream a Blob, Response or ReadableStream, use the package inside your own Worker');
-  }
-}
 
 // A new cache's getters, from its checked {batchSize, maxLength, dtype, bytes, rolling}.
 const newCache = ({ batchSize, maxLength, dtype, bytes, rolling }) =>
@@ -57,11 +48,7 @@ export const PROXIED = {
     calls: {
       scaledDotProductAttention: (self, q, k, v, options) => checkSdpa(q, k, v, options, self.ours),
       heapInfo: null,
-      listAttentionModules: (self, bytes) => {
-        const shards = checkShards(bytes, 'listAttentionModules');
-        bytesOnly('listAttentionModules', shards);
-        return shards;
-      },
+      listAttentionModules: (self, bytes) => checkShards(bytes, 'listAttentionModules'),
     },
     sends: {},
     creates: {
@@ -82,11 +69,7 @@ export const PROXIED = {
       // Bare Float32Arrays are checked against the module's parameters.
       loadStateDict: (self, stateDict, options) =>
         checkLoadStateDict(stateDict, options, self.state.parameters),
-      loadSafetensors: (self, bytes, options) => {
-        const checked = checkLoadSafetensors(bytes, options);
-        bytesOnly('loadSafetensors', checked.shards, checked.read);
-        return checked;
-      },
+      loadSafetensors: (self, bytes, options) => checkLoadSafetensors(bytes, options),
       forward: (self, q, k, v, options) => checkForward(q, k, v, options, self.ours),
     },
     sends: {
@@ -95,7 +78,6 @@ export const PROXIED = {
       loadStateDict: ({ options, inside, outside }) => [Object.fromEntries([...inside,
         ...outside.map(([key, { shape }]) => [key, { data: new Float32Array(shape.length ? 0 : 1), shape }])]),
       options],
-      loadSafetensors: ({ options, shards }) => [shards.map((shard) => shardPieces(shard, options.prefix)), options],
     },
     creates: {
       createKVCache: {
@@ -142,35 +124,9 @@ export const PROXIED = {
 export const HANDLE = '__mhaHandle';
 // Marks a call's typed array in a message: { [ARRAY]: index } (proxy_client.js, proxy_worker.js).
 export const ARRAY = '__mhaArray';
-// Marks a .safetensors shard sent in part: { [PIECES]: { size, pieces: [[offset, bytes], ...] } },
-// the file's size and the ranges sent; the worker rebuilds it with zeros elsewhere.
-export const PIECES = '__mhaPieces';
-
-// A shard as loadSafetensors needs it through the proxy: its header and the tensors under
-// `prefix` (every tensor a load reads is, and the header names the others, by shape, for the
-// error that lists the nearest modules). A header this cannot read is the core's to refuse: the
-// shard is then sent whole.
-function shardPieces(shard, prefix) {
-  if (shard.byteLength < 8) return shard;
-  const length = Number(new DataView(shard.buffer, shard.byteOffset, 8).getBigUint64(0, true));
-  if (length > shard.byteLength - 8) return shard;
-  let header;
-  try {
-    header = JSON.parse(new TextDecoder().decode(shard.subarray(8, 8 + length)));
-  } catch {
-    return shard;
-  }
-  if (header === null || typeof header !== 'object') return shard;
-  const pieces = [[0, shard.subarray(0, 8 + length)]];
-  for (const [name, entry] of Object.entries(header)) {
-    if (name === '__metadata__' || !name.startsWith(prefix)) continue;
-    const [begin, end] = entry?.data_offsets ?? [];
-    if (!(Number.isSafeInteger(begin) && Number.isSafeInteger(end) && begin >= 0 && begin <= end &&
-          8 + length + end <= shard.byteLength)) return shard;
-    pieces.push([8 + length + begin, shard.subarray(8 + length + begin, 8 + length + end)]);
-  }
-  return { [PIECES]: { size: shard.byteLength, pieces } };
-}
+// The method name of a step of a call whose checkpoint the client reads (proxy_client.js, READS;
+// proxy_worker.js, STEPS): only the headers and the tensors the core takes go to the worker.
+export const STEP = '__mhaStep';
 
 // Only arrays of these builtin types are staged (a view of the same type is made in the worker);
 // any other view in a call (a subclass, a DataView) sends the whole call by clone.

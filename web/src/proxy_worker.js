@@ -6,14 +6,17 @@
 //   { op: 'call', id, target, method, args, create? }
 //                                             -> { op: 'reply', id, value | error, states }
 //   { op: 'release', id, target }             (dispose)  -> { op: 'reply', id, states }
+// A call of method STEP runs a step of a load the client reads (STEPS below).
 // A call's arrays come as `staged: { buffer, views: [[type, byteOffset, length], ...] }` (a
 // SharedArrayBuffer the client filled, read in place) or `arrays: [copies]` (proxy_client.js).
 // Objects are addressed by handle (0 = the library); `create` is the handle
 // the client chose for the object a `creates` method returns.
 import * as browserEnv from './env_browser.js';
 import { loadInThread } from './load.js';
-import { ARRAY, HANDLE, PIECES, PROXIED, errorFields } from './proxy_table.js';
+import { ARRAY, HANDLE, PROXIED, STEP, errorFields } from './proxy_table.js';
 import { MHAError } from './errors.js';
+import { listHeadersOf } from './library.js';
+import { coreLoadOf } from './multihead_attention.js';
 
 // The arrays of a message, in index order.
 export function receivedArrays({ staged, arrays }) {
@@ -42,22 +45,25 @@ function lookUp(handle) {
   throw failed.get(handle) ?? new MHAError('expected a live object, received one that was disposed');
 }
 
-// Handles in the arguments become the objects they stand for, array indices
-// the arrays, shards sent in part whole shards.
+// Handles in the arguments become the objects they stand for, array indices the arrays.
 function decode(value, arrays) {
-  return placeArrays(value, arrays, (object) => {
-    if (HANDLE in object) return lookUp(object[HANDLE]).object;
-    if (PIECES in object) return shardOf(placeArrays(object[PIECES], arrays));
-    return undefined;
-  });
+  return placeArrays(value, arrays, (object) => (HANDLE in object ? lookUp(object[HANDLE]).object : undefined));
 }
 
-// A .safetensors shard sent in part (proxy_table.js, shardPieces): zeros where nothing was sent.
-function shardOf({ size, pieces }) {
-  const shard = new Uint8Array(size);
-  for (const [offset, bytes] of pieces) shard.set(bytes, offset);
-  return shard;
-}
+// The worker's side of the calls whose checkpoint the client reads (proxy_client.js, READS), step
+// by step on their target: listAttentionModules from the headers; a load's core (a CoreLoad,
+// safetensors_load.js) started from them, kept under the handle the client chose until it
+// releases it, fed each tensor's bytes (transferred) and finished.
+const STEPS = {
+  list: (lib, headers) => listHeadersOf(lib, headers),
+  start: (mha, handle, headers, options) => {
+    const core = coreLoadOf(mha, options);
+    objects.set(handle, { object: core, type: null });
+    return core.start(headers);
+  },
+  feed: (mha, handle, tensor, bytes, shard) => lookUp(handle).object.feed(tensor, bytes, shard),
+  finish: (mha, handle) => lookUp(handle).object.finish(),
+};
 
 function handlesIn(value, found = []) {
   if (value === null || typeof value !== 'object' || value instanceof ArrayBuffer) return found;
@@ -85,12 +91,14 @@ async function call({ id, target, method, args, create, staged, arrays }) {
   const spec = PROXIED[entry.type];
   const loaded = spec.loads[method];
   const made = spec.creates[method] ?? loaded;
-  if (!(method in spec.calls) && made === undefined) {
+  if (!(method in spec.calls) && method !== STEP && made === undefined) {
     throw new MHAError(`${method}: not a method the proxy forwards`);
   }
   let value;
   try {
-    value = await entry.object[method](...decode(args, receivedArrays({ staged, arrays })));
+    const decoded = decode(args, receivedArrays({ staged, arrays }));
+    value = method === STEP ? STEPS[decoded[0]](entry.object, ...decoded.slice(1)) :
+      await entry.object[method](...decoded);
   } catch (error) {
     if (made !== undefined) failed.set(create, error);
     throw error;

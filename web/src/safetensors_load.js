@@ -4,10 +4,15 @@
 // as steps (steps.js), which run at once for bytes in memory.
 // onProgress({ loaded, total }) follows the bytes read; an AbortSignal
 // cancels the reads, and the load rejects with an MHAError named AbortError.
+// The same steps run in-thread and through the proxy (proxy_client.js): they
+// differ only in where each tensor goes (a heap block fed to the core here,
+// a buffer sent to the worker's core there).
+import { callCore } from './core_call.js';
 import { MHAError } from './errors.js';
 import { Heap, heapViews } from './heap.js';
 import { openSource, readHeader } from './safetensors_sources.js';
 import { describe } from './validate.js';
+import { copyHeader } from './weights.js';
 
 // { onProgress, signal } of a load's options (undefined when not given).
 export function checkReadOptions(options, name) {
@@ -77,11 +82,10 @@ export class CheckpointReading {
   }
 
   // Steps reading the tensors `sources` ([{name, shard, begin, end}] from the
-  // core) in file order, each into a heap block of its own that lives while
-  // feed(name, ptr, shard) runs (ptr 0 for an empty one; shard: how errors
-  // name its shard, null for a single file). `headers`: headers()'s result,
-  // for the progress's total.
-  *tensors(wasm, headers, sources, feed) {
+  // core) in file order, each into core.tensor(size) (CoreLoad's) and fed
+  // (shard: how errors name its shard, null for a single file). `headers`:
+  // headers()'s result, for the progress's total.
+  *tensors(headers, sources, core) {
     const ordered = [...sources].sort((a, b) => a.shard - b.shard || a.begin - b.begin);
     this.total = this.loaded + this.readers.reduce((sum, reader, i) => {
       const mine = ordered.filter((s) => s.shard === i);
@@ -90,13 +94,12 @@ export class CheckpointReading {
     }, 0);
     this.onProgress?.({ loaded: this.loaded, total: this.total });
     for (const { name, shard, begin, end } of ordered) {
-      const heap = new Heap(wasm);
+      const tensor = core.tensor(end - begin);
       try {
-        const ptr = end > begin ? heap.reserve(end - begin) : 0;
-        let at = ptr;
+        let at = 0;
         const sink = (chunk, n) => {
           if (chunk !== null) {
-            heapViews(wasm, at + chunk.length).u8.set(chunk, at);
+            tensor.write(chunk, at);
             at += chunk.length;
           }
           this.count(n);
@@ -108,9 +111,9 @@ export class CheckpointReading {
           throw new MHAError(`${this.name}: ${this.shard(shard)}: the file ended before the end ` +
                              `of tensor '${name}' (bytes ${begin} to ${end}): truncated?`);
         }
-        feed(name, ptr, this.readers.length > 1 ? this.shard(shard) : null);
+        yield tensor.feed(name, this.readers.length > 1 ? this.shard(shard) : null);
       } finally {
-        heap.release();
+        tensor.release();
       }
     }
   }
@@ -118,5 +121,87 @@ export class CheckpointReading {
   close() {
     this.signal?.removeEventListener('abort', this.cancel);
     for (const reader of this.readers) reader.close();
+  }
+}
+
+// Steps (steps.js) of a load: the shards' headers, core.start(headers) (the
+// tensors to read), each tensor read and fed, core.finish(); `core` is a
+// CoreLoad or the proxy's stand-in for one in its worker (proxy_client.js),
+// whose steps resolve later. A load that fails or is aborted ends unfinished:
+// the module stays as it was.
+export function* loadSteps(reading, core) {
+  try {
+    const headers = yield* reading.headers();
+    const sources = yield core.start(headers);
+    yield* reading.tensors(headers, sources, core);
+    reading.checkAborted();
+    yield core.finish();
+  } finally {
+    reading.close();
+    core.dispose();
+  }
+}
+
+// Steps (steps.js) of listAttentionModules: the shards' headers, then list(headers).
+export function* listSteps(reading, list) {
+  try {
+    return yield list(yield* reading.headers());
+  } finally {
+    reading.close();
+  }
+}
+
+// The core's side of a load into a module (the binding's SafetensorsLoad):
+// `binding()` gives the module's binding (and throws once it is disposed),
+// `name` is the method's, `options` the core's weight options.
+export class CoreLoad {
+  constructor(wasm, binding, name, options) {
+    this.wasm = wasm;
+    this.binding = binding;
+    this.name = name;
+    this.options = options;
+    this.load = new wasm.SafetensorsLoad();
+  }
+
+  // The tensors to read, [{name, shard, begin, end}], from the shards'
+  // headers (copyHeader's); the new weights are allocated.
+  start(headers) {
+    return callCore(this.wasm, this.name, (heap, result) => this.binding().startLoad(this.load,
+      headers.map((header) => copyHeader(heap, header)), this.options, result));
+  }
+
+  // A heap block of `size` bytes for a tensor: write(chunk, at) fills it,
+  // feed(tensor, shard) hands it to the core, release() frees it.
+  tensor(size) {
+    const heap = new Heap(this.wasm);
+    const ptr = size > 0 ? heap.reserve(size) : 0;
+    return {
+      // The views again each time: the heap may have grown meanwhile.
+      write: (chunk, at) => heapViews(this.wasm, ptr + at + chunk.length).u8.set(chunk, ptr + at),
+      feed: (tensor, shard) => callCore(this.wasm, shard === null ? this.name : `${this.name}: ${shard}`,
+        (_, result) => this.binding().feedLoad(this.load, tensor, ptr, result)),
+      release: () => heap.release(),
+    };
+  }
+
+  // A tensor's bytes at hand (the proxy's worker receives them so).
+  feed(tensor, bytes, shard) {
+    const block = this.tensor(bytes.length);
+    try {
+      block.write(bytes, 0);
+      block.feed(tensor, shard);
+    } finally {
+      block.release();
+    }
+  }
+
+  // Once every tensor is fed: the new weights replace the module's.
+  finish() {
+    callCore(this.wasm, this.name, (_, result) => this.binding().finishLoad(this.load, result));
+  }
+
+  dispose() {
+    this.load?.delete();
+    this.load = null;
   }
 }
