@@ -5,7 +5,7 @@
 // state_dict entries the module has. tests/js/config.test.js holds the two
 // sides to each other over many configurations.
 import { MHAError } from './errors.js';
-import { checkCacheOptions, checkCacheSize } from './kv_cache.js';
+import { checkCacheOptions, checkCacheSize, keepOf } from './kv_cache.js';
 import { OPTION_RULES } from './option_rules.js';
 import { checkRotaryRules, rotaryOptions } from './rotary_config.js';
 import {
@@ -223,6 +223,11 @@ export function checkModuleCacheOptions(c, options) {
   }
   const d = resolvedDims(c);
   const bytes = checkCacheSize(checked, d.numKVHeads, d.qkHeadDim, d.vHeadDim);
+  const keep = keepOf(checked.rolling);
+  if (keep >= checked.maxLength) {
+    throw new MHAError('createKVCache: cache: rolling.keep: expected an integer in [0, max_length ' +
+                       `- 1] = [0, ${checked.maxLength - 1}] (the keys kept as sinks), got ${keep}`);
+  }
   if (checked.rolling === true && c.window.left < 0) {
     throw new MHAError('createKVCache: cache: rolling needs a module with a finite left window ' +
                        '(window), and this module has none: every key stays visible, so none ' +

@@ -35,7 +35,8 @@ export function checkCacheOptions(options, name, extraKeys = []) {
 function checkRolling(rolling, maxLength) {
   if (rolling === null || typeof rolling !== 'object') return checkBoolean(rolling, 'rolling', false);
   const { keep } = checkOptionsObject(rolling, 'rolling', ['keep']);
-  if (!Number.isSafeInteger(keep) || keep < 0 || keep >= maxLength) {
+  // keep >= maxLength is the core's check (config.js checkModuleCacheOptions mirrors its order).
+  if (!Number.isSafeInteger(keep) || keep < 0) {
     throw new MHAError(`rolling.keep: expected an integer in [0, maxLength - 1] = [0, ${maxLength - 1}] ` +
                        `(the keys kept as sinks), received ${describe(keep)}`);
   }

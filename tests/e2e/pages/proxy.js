@@ -125,9 +125,11 @@ window.proxyTest = {
   },
 
   // A library of its own (other options than `lib`'s): loaded once for two calls, its worker
-  // ended by dispose(), its calls then rejected; loadMHA() then loads afresh.
+  // ended by dispose(), its calls then rejected; loadMHA() then loads afresh. The same files
+  // named by wasmPaths: options that differ where threads resolve to lib's 1 too (WebKitGTK has
+  // no SharedArrayBuffer), as loadMHA keys its libraries on resolved options.
   async disposedLibrary() {
-    const options = { proxy: true, threads: 1 };
+    const options = { proxy: true, threads: 1, wasmPaths: '/dist/' };
     const [one, same] = await Promise.all([loadMHA(options), loadMHA(options)]);
     const terminate = Worker.prototype.terminate;
     let ended = 0;
