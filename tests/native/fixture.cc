@@ -246,6 +246,21 @@ ScopedInt8Weights::~ScopedInt8Weights() {
   CurrentPrecision() = saved_;
 }
 
+mha::Status CausalStep(mha::MultiheadAttention& module, mha::KVCache* cache, int64_t batch,
+                       int64_t length, uint32_t seed, std::vector<float>* output) {
+  const int64_t E = module.config().embed_dim;
+  const std::vector<float> x = RandomVector(static_cast<size_t>(batch * length * E), seed);
+  mha::ForwardOptions o;
+  o.is_causal = true;
+  o.need_weights = false;
+  o.cache = cache;
+  mha::ForwardResult r;
+  const mha::TensorView t{x.data(), {batch, length, E}};
+  const mha::Status status = module.Forward(t, t, t, o, &r);
+  *output = r.output.data;
+  return status;
+}
+
 mha::MultiheadAttentionConfig DecoderConfig(int64_t window_left) {
   mha::MultiheadAttentionConfig m;
   m.embed_dim = 16;

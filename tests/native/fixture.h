@@ -129,6 +129,12 @@ mha::MultiheadAttentionConfig DecoderConfig(int64_t window_left);
 std::unique_ptr<mha::MultiheadAttention> RandomModule(const mha::MultiheadAttentionConfig& c,
                                                       uint32_t first_seed);
 
+// `length` random tokens (from `seed`) of each of `batch` entries through a
+// batch_first module on `cache`, causal, without weights; the output into
+// *output.
+mha::Status CausalStep(mha::MultiheadAttention& module, mha::KVCache* cache, int64_t batch,
+                       int64_t length, uint32_t seed, std::vector<float>* output);
+
 // Checks that `status` is an InvalidArgument error whose message holds each
 // of `fragments`.
 void ExpectInvalidArgument(const mha::Status& status, const std::vector<std::string>& fragments);

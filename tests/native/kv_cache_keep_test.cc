@@ -60,16 +60,10 @@ std::unique_ptr<mha::MultiheadAttention> NewModule(bool window, int64_t num_kv_h
 // the output.
 std::vector<float> Step(mha::MultiheadAttention& module, KVCache* cache, int64_t batch,
                         int64_t length, uint32_t seed) {
-  const std::vector<float> x = RandomVector(static_cast<size_t>(batch * length * kE), seed);
-  mha::ForwardOptions o;
-  o.is_causal = true;
-  o.need_weights = false;
-  o.cache = cache;
-  mha::ForwardResult r;
-  const mha::TensorView t{x.data(), {batch, length, kE}};
-  const mha::Status status = module.Forward(t, t, t, o, &r);
+  std::vector<float> output;
+  const mha::Status status = CausalStep(module, cache, batch, length, seed, &output);
   EXPECT_TRUE(status.ok()) << status.message();
-  return r.output.data;
+  return output;
 }
 
 // The outputs of steps seeds first..last (one token each).

@@ -19,29 +19,15 @@ namespace {
 using mha::KVCache;
 using mha::KVCacheDtype;
 
-constexpr int64_t kE = 16, kN = 2;  // kE: DecoderConfig's embed_dim
+constexpr int64_t kN = 2;
 
 std::unique_ptr<mha::MultiheadAttention> NewModule() { return RandomModule(DecoderConfig(-1), 50); }
-
-mha::Status Call(mha::MultiheadAttention& module, KVCache* cache, int64_t L, uint32_t seed,
-                 std::vector<float>* output) {
-  const std::vector<float> x = RandomVector(static_cast<size_t>(kN * L * kE), seed);
-  mha::ForwardOptions o;
-  o.is_causal = true;
-  o.need_weights = false;
-  o.cache = cache;
-  mha::ForwardResult r;
-  const mha::TensorView t{x.data(), {kN, L, kE}};
-  const mha::Status status = module.Forward(t, t, t, o, &r);
-  *output = r.output.data;
-  return status;
-}
 
 std::vector<std::vector<float>> Steps(mha::MultiheadAttention& module, KVCache* cache,
                                       uint32_t first, uint32_t last) {
   std::vector<std::vector<float>> outputs(last - first + 1);
   for (uint32_t seed = first; seed <= last; ++seed) {
-    EXPECT_TRUE(Call(module, cache, 1, seed, &outputs[seed - first]).ok());
+    EXPECT_TRUE(CausalStep(module, cache, kN, 1, seed, &outputs[seed - first]).ok());
   }
   return outputs;
 }
@@ -69,17 +55,17 @@ TEST(KVCacheStreaming, OversizedCallIsRefusedAndTheCacheKept) {
   ASSERT_OK(module->CreateStreamingKVCache(kN, 8, KVCacheDtype::kFloat32, 2, &twin));
   std::vector<float> out;
   for (KVCache* c : {cache.get(), twin.get()}) {
-    ASSERT_OK(Call(*module, c, 7, 1, &out));
-    ASSERT_OK(Call(*module, c, 3, 2, &out));  // drops 2
+    ASSERT_OK(CausalStep(*module, c, kN, 7, 1, &out));
+    ASSERT_OK(CausalStep(*module, c, kN, 3, 2, &out));  // drops 2
   }
   EXPECT_EQ(cache->length(), 8);
-  ExpectInvalidArgument(Call(*module, cache.get(), 7, 3, &out),
+  ExpectInvalidArgument(CausalStep(*module, cache.get(), kN, 7, 3, &out),
                         {"appending 7 keys", "at most max_length - keep = 6 keys a call",
                          "streaming, keep 2", "left as it was"});
   EXPECT_EQ(cache->length(), 8);
-  ASSERT_OK(Call(*module, cache.get(), 6, 4, &out));  // the most it takes
+  ASSERT_OK(CausalStep(*module, cache.get(), kN, 6, 4, &out));  // the most it takes
   std::vector<float> twin_out;
-  ASSERT_OK(Call(*module, twin.get(), 6, 4, &twin_out));
+  ASSERT_OK(CausalStep(*module, twin.get(), kN, 6, 4, &twin_out));
   EXPECT_EQ(out, twin_out);
   EXPECT_EQ(Steps(*module, cache.get(), 5, 9), Steps(*module, twin.get(), 5, 9));
 }
@@ -92,7 +78,7 @@ TEST(KVCacheStreaming, CopiesContinueBitForBit) {
     std::unique_ptr<KVCache> cache;
     ASSERT_OK(module->CreateStreamingKVCache(kN, 6, dtype, 3, &cache));
     std::vector<float> out;
-    ASSERT_OK(Call(*module, cache.get(), 4, 1, &out));
+    ASSERT_OK(CausalStep(*module, cache.get(), kN, 4, 1, &out));
     Steps(*module, cache.get(), 2, 5);  // past max_length
     std::vector<uint8_t> bytes;
     ASSERT_OK(cache->Save(&bytes));
