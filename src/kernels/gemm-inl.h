@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "hwy/highway.h"
@@ -36,6 +37,11 @@ inline size_t GemmPanelWidth() {
 // f32_gemm_<kRows>x2v: up to kRows rows of A against one packed panel.
 // HWY_INLINE: GCC stopped inlining it into GemmTileRows once RegisterTile
 // took a step lambda, and the AVX2 GEMM lost speed.
+// The tile stores whole vectors only, those of a panel past C's last column
+// (cols < width) to `edge`, copied to C once the tile is done: a call (the
+// memcpy of StoreRow's partial rows) where accumulators are live makes
+// SpiderMonkey keep them in stack slots, which its register allocator then
+// writes at every multiply-add of the k loop, even when no call is made.
 template <size_t kRows>
 HWY_INLINE void GemmPanel(const float* a, size_t lda, size_t rows, const float* panel,
                           const float* bias, size_t k, float* c, size_t ldc, size_t cols) {
@@ -45,12 +51,21 @@ HWY_INLINE void GemmPanel(const float* a, size_t lda, size_t rows, const float* 
   const size_t width = 2 * lanes;
   const float* a_rows[kRows];
   TileRowPointers<kRows>(a, lda, rows, a_rows);
+  HWY_ALIGN float edge[kRows * 2 * hn::MaxLanes(d)];
+  const bool whole = cols == width;
   RegisterTile<kRows>(
       d, a_rows, 1, panel, width, k,
       [&](size_t, size_t half) { return hn::LoadU(d, bias + half * lanes); },
       [&](size_t r, V c0, V c1) {
-        if (r < rows) StoreRow(d, c0, c1, cols, c + r * ldc);
+        float* out = whole ? c + r * ldc : edge + r * width;
+        if (r < rows) {
+          hn::StoreU(c0, d, out);
+          hn::StoreU(c1, d, out + lanes);
+        }
       });
+  if (!whole) {
+    for (size_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, edge + r * width, cols * sizeof(float));
+  }
 }
 
 // Panel `index` of packed B (weight_panel.h) with weights of type W.
