@@ -193,7 +193,7 @@ function summary(value) {
   return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, summary(v)]));
 }
 
-const GETTERS = ['length', 'held', 'maxLength', 'batchSize', 'dtype', 'bytes', 'rolling'];
+const GETTERS = ['length', 'held', 'padding', 'maxLength', 'batchSize', 'dtype', 'bytes', 'rolling'];
 
 // A session of random calls on `lib` drawn from `seed`: rounds of 1-6 calls sent at once (modules
 // made, loaded and disposed; forwards with and without caches; caches made, changed, cloned,
@@ -332,6 +332,23 @@ test('after lib.dispose(), calls on what it made reject (getters throw) as in-th
     /^forward: expected a live module, received one that was disposed with its library$/);
   assert.match(after[0][2].error.message,
     /^truncate: expected a live KVCache, received one that was disposed with its library$/);
+});
+
+test("getters' values as in-thread: parameters frozen, a cache's padding a fresh array at each read", async () => {
+  for (const lib of [inThread, proxied]) {
+    const mha = lib.createMultiheadAttention(CONFIG);
+    const cache = mha.createKVCache({ batchSize: 2, maxLength: 4 });
+    const { parameters } = mha;
+    assert.ok(Object.isFrozen(parameters) && parameters.every((p) => Object.isFrozen(p) && Object.isFrozen(p.shape)),
+      `${lib.info.proxy ? 'proxy' : 'in-thread'}: parameters not frozen`);
+    assert.equal(mha.parameters, parameters);
+    const padding = cache.padding;
+    padding[0] = 5;
+    assert.notEqual(cache.padding, padding);
+    assert.deepEqual(cache.padding, [0, 0], `${lib.info.proxy ? 'proxy' : 'in-thread'}: padding changed by its reader`);
+    cache.dispose();
+    mha.dispose();
+  }
 });
 
 test('mha.memory once each load has settled: as in-thread (loaded, a failed load, another weights dtype, a checkpoint)', async () => {

@@ -421,7 +421,8 @@ function clientClass(type) {
       get() {
         if (this.creationError) throw this.creationError;
         this.checkAlive(`${spec.name}.${key}`);
-        return this.state[key];
+        const value = this.state[key];
+        return Array.isArray(value) && spec.mirror.includes(key) ? [...value] : value;
       },
     });
   }
