@@ -139,6 +139,32 @@ test("loadSafetensors sends the headers and hands over the tensors under the pre
   assert.deepEqual(there, here);
 });
 
+test('a load aborted while the worker takes a tensor reads nothing more', async () => {
+  const shapes = { in_proj_weight: [3 * E, E], in_proj_bias: [3 * E], 'out_proj.weight': [E, E], 'out_proj.bias': [E] };
+  const bytes = writeSafetensors(Object.fromEntries(Object.entries(WEIGHTS).map(([key, data]) => [key, { shape: shapes[key], data }])));
+  const mha = proxied.createMultiheadAttention(CONFIG);
+  const controller = new AbortController();
+  let loaded = 0;
+  let atAbort = null;
+  const worker = proxied.connection.worker;
+  worker.postMessage = function postMessage(message, transfer) {
+    if (message.method === STEP && message.args[0] === 'feed' && atAbort === null) {
+      atAbort = loaded;
+      controller.abort();
+    }
+    return Watched.prototype.postMessage.call(this, message, transfer);
+  };
+  try {
+    const error = await mha.loadSafetensors(new Blob([bytes]), { signal: controller.signal,
+      onProgress: (p) => { loaded = p.loaded; } }).then(() => null, (e) => e);
+    assert.equal(error?.name, 'AbortError', String(error));
+    assert.equal(loaded, atAbort, 'bytes read after the abort');
+  } finally {
+    delete worker.postMessage;
+    mha.dispose();
+  }
+});
+
 test('an unknown name outside the prefix is still named by the error that lists the modules', async () => {
   const stateDict = { 'encoder.attn.in_proj_weight': WEIGHTS.in_proj_weight, 'encoder.attn.bias': filled(E, 1) };
   const [here, there] = await Promise.all([inThread, proxied].map((lib) =>

@@ -59,8 +59,11 @@ export class CheckpointReading {
     if (this.total !== undefined && bytes > 0) this.onProgress?.({ loaded: this.loaded, total: this.total });
   }
 
-  // Steps (steps.js) of steps(reader of shard i), its errors named after it.
+  // Steps (steps.js) of steps(reader of shard i), its errors named after it. An abort during a
+  // wait between reads (through the proxy, while the worker takes a tensor) stops the load before
+  // the next read: a Blob reader closed then would read a whole tensor anew.
   *read(i, steps) {
+    this.checkAborted();
     try {
       const value = yield* steps(this.readers[i]);
       this.checkAborted();
