@@ -219,10 +219,13 @@ function summary(value) {
   return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, summary(v)]));
 }
 
+const CHECKPOINT = writeSafetensors(Object.fromEntries(Object.entries(WEIGHTS).map(([key, data]) =>
+  [key, { shape: { in_proj_weight: [3 * E, E], in_proj_bias: [3 * E], 'out_proj.weight': [E, E], 'out_proj.bias': [E] }[key], data }])));
+
 const GETTERS = ['length', 'held', 'padding', 'maxLength', 'batchSize', 'dtype', 'bytes', 'rolling'];
 
 // A session of random calls on `lib` drawn from `seed`: rounds of 1-6 calls sent at once (modules
-// made, loaded and disposed; forwards with and without caches; caches made, changed, cloned,
+// made, loaded (state_dicts, checkpoints' bytes) and disposed; forwards with and without caches; caches made, changed, cloned,
 // selected, saved and loaded back, disposed, some while their calls are pending; calls refused
 // by the core), then every object's getters. What each call and getter gave, in order.
 async function randomSession(lib, seed) {
@@ -246,7 +249,12 @@ async function randomSession(lib, seed) {
       if (modules.length === 0 || op === 0) {
         const mha = lib.createMultiheadAttention(CONFIG);
         modules.push(mha);
-        calls.push(mha.loadStateDict(random() < 0.9 ? WEIGHTS : { in_proj_weight: filled(5, 0) }));
+        // From a state_dict or a checkpoint's bytes (read in this thread, step by step, holding
+        // the channel: the other calls wait, as in-thread, where bytes load within the call; not
+        // a stream, which in-thread loads while the calls made after it run: docs/design.md,
+        // "Loading large checkpoints in a page").
+        if (random() < 0.5) calls.push(mha.loadStateDict(random() < 0.9 ? WEIGHTS : { in_proj_weight: filled(5, 0) }));
+        else calls.push(mha.loadSafetensors(random() < 0.9 ? CHECKPOINT : CHECKPOINT.subarray(0, 100)));
       } else if (op === 1) {
         const mha = modules[below(modules.length)];
         keep(mha)(mha.createKVCache({ batchSize: 1, maxLength: 4 + below(12), dtype: random() < 0.5 ? 'float32' : 'float16' }));
