@@ -139,6 +139,32 @@ test("loadSafetensors sends the headers and hands over the tensors under the pre
   assert.deepEqual(there, here);
 });
 
+test('a load aborted while the worker takes a tensor reads nothing more', async () => {
+  const shapes = { in_proj_weight: [3 * E, E], in_proj_bias: [3 * E], 'out_proj.weight': [E, E], 'out_proj.bias': [E] };
+  const bytes = writeSafetensors(Object.fromEntries(Object.entries(WEIGHTS).map(([key, data]) => [key, { shape: shapes[key], data }])));
+  const mha = proxied.createMultiheadAttention(CONFIG);
+  const controller = new AbortController();
+  let loaded = 0;
+  let atAbort = null;
+  const worker = proxied.connection.worker;
+  worker.postMessage = function postMessage(message, transfer) {
+    if (message.method === STEP && message.args[0] === 'feed' && atAbort === null) {
+      atAbort = loaded;
+      controller.abort();
+    }
+    return Watched.prototype.postMessage.call(this, message, transfer);
+  };
+  try {
+    const error = await mha.loadSafetensors(new Blob([bytes]), { signal: controller.signal,
+      onProgress: (p) => { loaded = p.loaded; } }).then(() => null, (e) => e);
+    assert.equal(error?.name, 'AbortError', String(error));
+    assert.equal(loaded, atAbort, 'bytes read after the abort');
+  } finally {
+    delete worker.postMessage;
+    mha.dispose();
+  }
+});
+
 test('an unknown name outside the prefix is still named by the error that lists the modules', async () => {
   const stateDict = { 'encoder.attn.in_proj_weight': WEIGHTS.in_proj_weight, 'encoder.attn.bias': filled(E, 1) };
   const [here, there] = await Promise.all([inThread, proxied].map((lib) =>
@@ -193,10 +219,13 @@ function summary(value) {
   return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, summary(v)]));
 }
 
-const GETTERS = ['length', 'held', 'maxLength', 'batchSize', 'dtype', 'bytes', 'rolling'];
+const CHECKPOINT = writeSafetensors(Object.fromEntries(Object.entries(WEIGHTS).map(([key, data]) =>
+  [key, { shape: { in_proj_weight: [3 * E, E], in_proj_bias: [3 * E], 'out_proj.weight': [E, E], 'out_proj.bias': [E] }[key], data }])));
+
+const GETTERS = ['length', 'held', 'padding', 'maxLength', 'batchSize', 'dtype', 'bytes', 'rolling'];
 
 // A session of random calls on `lib` drawn from `seed`: rounds of 1-6 calls sent at once (modules
-// made, loaded and disposed; forwards with and without caches; caches made, changed, cloned,
+// made, loaded (state_dicts, checkpoints' bytes) and disposed; forwards with and without caches; caches made, changed, cloned,
 // selected, saved and loaded back, disposed, some while their calls are pending; calls refused
 // by the core), then every object's getters. What each call and getter gave, in order.
 async function randomSession(lib, seed) {
@@ -220,7 +249,12 @@ async function randomSession(lib, seed) {
       if (modules.length === 0 || op === 0) {
         const mha = lib.createMultiheadAttention(CONFIG);
         modules.push(mha);
-        calls.push(mha.loadStateDict(random() < 0.9 ? WEIGHTS : { in_proj_weight: filled(5, 0) }));
+        // From a state_dict or a checkpoint's bytes (read in this thread, step by step, holding
+        // the channel: the other calls wait, as in-thread, where bytes load within the call; not
+        // a stream, which in-thread loads while the calls made after it run: docs/design.md,
+        // "Loading large checkpoints in a page").
+        if (random() < 0.5) calls.push(mha.loadStateDict(random() < 0.9 ? WEIGHTS : { in_proj_weight: filled(5, 0) }));
+        else calls.push(mha.loadSafetensors(random() < 0.9 ? CHECKPOINT : CHECKPOINT.subarray(0, 100)));
       } else if (op === 1) {
         const mha = modules[below(modules.length)];
         keep(mha)(mha.createKVCache({ batchSize: 1, maxLength: 4 + below(12), dtype: random() < 0.5 ? 'float32' : 'float16' }));
@@ -332,6 +366,23 @@ test('after lib.dispose(), calls on what it made reject (getters throw) as in-th
     /^forward: expected a live module, received one that was disposed with its library$/);
   assert.match(after[0][2].error.message,
     /^truncate: expected a live KVCache, received one that was disposed with its library$/);
+});
+
+test("getters' values as in-thread: parameters frozen, a cache's padding a fresh array at each read", async () => {
+  for (const lib of [inThread, proxied]) {
+    const mha = lib.createMultiheadAttention(CONFIG);
+    const cache = mha.createKVCache({ batchSize: 2, maxLength: 4 });
+    const { parameters } = mha;
+    assert.ok(Object.isFrozen(parameters) && parameters.every((p) => Object.isFrozen(p) && Object.isFrozen(p.shape)),
+      `${lib.info.proxy ? 'proxy' : 'in-thread'}: parameters not frozen`);
+    assert.equal(mha.parameters, parameters);
+    const padding = cache.padding;
+    padding[0] = 5;
+    assert.notEqual(cache.padding, padding);
+    assert.deepEqual(cache.padding, [0, 0], `${lib.info.proxy ? 'proxy' : 'in-thread'}: padding changed by its reader`);
+    cache.dispose();
+    mha.dispose();
+  }
 });
 
 test('mha.memory once each load has settled: as in-thread (loaded, a failed load, another weights dtype, a checkpoint)', async () => {

@@ -198,6 +198,24 @@ for (const build of BUILDS) for (const proxy of [false, true]) {
       assert.ok(state.cancelled);
     });
 
+    test('an error onProgress throws rejects the load as thrown (not as a shard\'s); the module unchanged',
+      async () => {
+        const lib = await loadLib();
+        const mha = randomModule(lib, CONFIG, 13);
+        const before = await mha.forward(x, x, x);
+        const { whole } = checkpoint(14);
+        // The first event (once the headers are read) and one while a tensor is read.
+        for (const at of [1, 3]) {
+          const thrown = new TypeError(`onProgress's own error at event ${at}`);
+          let events = 0;
+          const error = await mha.loadSafetensors(streamOf(whole, { chunk: 500 }), { ...OPTIONS,
+            onProgress: () => { if (++events === at) throw thrown; } }).then(() => null, (e) => e);
+          assert.equal(error, thrown, `event ${at}: ${error}`);
+        }
+        assert.ok(sameBits(await mha.forward(x, x, x), before));
+        mha.dispose();
+      });
+
     test('truncated, malformed and wrong sources reject naming the shard; the module unchanged',
       async () => {
         const lib = await loadLib();

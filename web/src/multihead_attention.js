@@ -77,8 +77,9 @@ export function checkForward(query, key, value, options, ours) {
 // for loadSafetensors here and in the proxy's worker (proxy_worker.js).
 export let coreLoadOf;
 
-// Frozen all the way down: callers read it, nothing changes it.
-const frozenSpecs = (specs) => Object.freeze(specs.map(({ name, shape }) =>
+// mha.parameters of a module of core config `c`, in both modes (the proxy's client knows it from
+// the config): frozen all the way down, as callers read it and nothing changes it.
+export const parameterSpecs = (c) => Object.freeze(parametersOf(c).map(({ name, shape }) =>
   Object.freeze({ name, shape: Object.freeze([...shape]) })));
 
 export class MultiheadAttention {
@@ -96,7 +97,7 @@ export class MultiheadAttention {
     this.#life = new Lifetime(this, 'module', newBinding(wasm, wasm.MultiheadAttention,
       'createMultiheadAttention', (binding, result) => binding.create(this.#config, result)),
       undefined, livesOf(wasm));
-    this.#parameters = frozenSpecs(parametersOf(this.#config));
+    this.#parameters = parameterSpecs(this.#config);
   }
 
   // [{name, shape}], frozen: the state_dict entries this configuration has.

@@ -119,7 +119,7 @@ function encode(value, objects, path, arrays) {
 // beyond any session's calls). The worker answers them one at a time in the order sent.
 // `script`: how the worker starts (`env`'s workerScript; env_browser.js or env_node.js, whose
 // startWorker starts it).
-export class Connection {
+class Connection {
   constructor(options, files, script, env) {
     this.pending = new Map();   // id -> { resolve, reject, objects, staging }
     this.lives = new Set();     // the lifetimes of the objects made in its worker
@@ -421,7 +421,8 @@ function clientClass(type) {
       get() {
         if (this.creationError) throw this.creationError;
         this.checkAlive(`${spec.name}.${key}`);
-        return this.state[key];
+        const value = this.state[key];
+        return Array.isArray(value) && spec.mirror.includes(key) ? [...value] : value;
       },
     });
   }

@@ -21,21 +21,22 @@
 //   known:   their values from its creating check's result alone, as the
 //            in-thread class has them (so known at once);
 //   mirror:  those that calls change: read again in the worker after every
-//            call that involves the object and copied to the client;
+//            call that involves the object and copied to the client (an array is
+//            copied again at each read, as in-thread each read asks the core);
 //   disposable: whether it has dispose() (frees it in the worker);
 //   name, noun: what it is called in messages ('cache.length'; a disposed
 //            KVCache).
 // The checks receive the client object first (its `checked` and `state`;
 // `self.ours`: whether a value is a proxied KVCache of the same worker).
 import * as errors from './errors.js';
-import { checkModuleCacheOptions, checkConfig, parametersOf } from './config.js';
+import { checkModuleCacheOptions, checkConfig } from './config.js';
 import {
   checkReorder, checkResize, checkSavedBytes, checkSelect, checkTruncate,
 } from './kv_cache.js';
 import { checkSdpa, checkSdpaCache } from './library.js';
 import { checkShards } from './weights.js';
 import {
-  checkForward, checkLoadSafetensors, checkLoadStateDict,
+  checkForward, checkLoadSafetensors, checkLoadStateDict, parameterSpecs,
 } from './multihead_attention.js';
 
 // A new cache's getters, from its checked {batchSize, maxLength, dtype, bytes, rolling}.
@@ -88,7 +89,7 @@ export const PROXIED = {
       loadKVCache: { type: 'KVCache', check: (self, bytes) => checkSavedBytes(bytes) },
     },
     getters: ['parameters', 'memory'],
-    known: (config) => ({ parameters: parametersOf(config), memory: 0 }),
+    known: (config) => ({ parameters: parameterSpecs(config), memory: 0 }),
     // Loads change it.
     mirror: ['memory'],
     disposable: true,

@@ -19,21 +19,10 @@ import { listHeadersOf } from './library.js';
 import { coreLoadOf } from './multihead_attention.js';
 
 // The arrays of a message, in index order.
-export function receivedArrays({ staged, arrays }) {
+function receivedArrays({ staged, arrays }) {
   if (staged === undefined) return arrays;
   return staged.views.map(([type, offset, length]) =>
     new globalThis[type](staged.buffer, offset, length));
-}
-
-// `value` with each { [ARRAY]: i } as arrays[i]; `other(object)` may stand in for any other
-// object (the worker turns handles into the objects they address), undefined if not.
-export function placeArrays(value, arrays, other = () => undefined) {
-  if (Array.isArray(value)) return value.map((v) => placeArrays(v, arrays, other));
-  if (value === null || typeof value !== 'object' || value instanceof ArrayBuffer) return value;
-  if (ARRAY in value) return arrays[value[ARRAY]];
-  const found = other(value);
-  if (found !== undefined) return found;
-  return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, placeArrays(v, arrays, other)]));
 }
 
 const objects = new Map();   // handle -> { object, type }
@@ -45,9 +34,13 @@ function lookUp(handle) {
   throw failed.get(handle) ?? new MHAError('expected a live object, received one that was disposed');
 }
 
-// Handles in the arguments become the objects they stand for, array indices the arrays.
+// The arguments with each { [ARRAY]: i } as arrays[i] and each handle as the object it addresses.
 function decode(value, arrays) {
-  return placeArrays(value, arrays, (object) => (HANDLE in object ? lookUp(object[HANDLE]).object : undefined));
+  if (Array.isArray(value)) return value.map((v) => decode(v, arrays));
+  if (value === null || typeof value !== 'object' || value instanceof ArrayBuffer) return value;
+  if (ARRAY in value) return arrays[value[ARRAY]];
+  if (HANDLE in value) return lookUp(value[HANDLE]).object;
+  return Object.fromEntries(Object.entries(value).map(([key, v]) => [key, decode(v, arrays)]));
 }
 
 // The worker's side of the calls whose checkpoint the client reads (proxy_client.js, READS), step
@@ -152,34 +145,26 @@ async function answer(message) {
   }
 }
 
-// The worker's message loop: answers each message, one at a time in the order sent (a call waits
-// for the load and for every call sent before it, as it would in the caller's thread).
-// `load(message)` answers { op: 'load' } and `answer(message)` the calls; `transfer(reply)` lists
-// the buffers handed over with a reply. A failure of the loop's own (a call's errors are replies)
-// is thrown outside the chain: it reaches the page's onerror, which rejects the pending calls,
-// where a rejected queue would leave them waiting.
-export function serveWorker(port, { load, answer, transfer }) {
+// Answers the client's messages on `port` with the engine loaded by `env` (env_browser.js in the
+// package's worker, env_node.js in Node's: proxy_worker_node.js) from `files`, or where null, the
+// load message's (a page's worker loads the files its page names): one at a time in the order
+// sent (a call waits for the load and for every call sent before it, as it would in the caller's
+// thread), a reply's own buffers handed over. A failure of the loop's own (a call's errors are
+// replies) is thrown outside the chain: it reaches the page's onerror, which rejects the pending
+// calls, where a rejected queue would leave them waiting.
+export function serveEngine(port, env, files = null) {
   const handle = async (message) => {
-    if (message.op === 'load') return port.postMessage(await load(message));
+    if (message.op === 'load') {
+      return port.postMessage(await load({ ...message, files: files ?? message.files }, env)
+        .catch((error) => ({ op: 'failed', error: errorFields(error) })));
+    }
     const reply = await answer(message);
-    port.postMessage(reply, transfer(reply));
+    port.postMessage(reply, buffersIn(reply.value));
   };
   let queue = Promise.resolve();
   port.onmessage = ({ data }) => {
     queue = queue.then(() => handle(data)).catch((error) => setTimeout(() => { throw error; }));
   };
-}
-
-// Answers the client's messages on `port` with the engine loaded by `env` (env_browser.js in the
-// package's worker, env_node.js in Node's: proxy_worker_node.js) from `files`, or where null, the
-// load message's (a page's worker loads the files its page names).
-export function serveEngine(port, env, files = null) {
-  serveWorker(port, {
-    load: (message) => load({ ...message, files: files ?? message.files }, env)
-      .catch((error) => ({ op: 'failed', error: errorFields(error) })),
-    answer,
-    transfer: (reply) => buffersIn(reply.value),
-  });
   port.postMessage({ op: 'started' });
 }
 

@@ -27,6 +27,9 @@ export function checkReadOptions(options, name) {
   return { onProgress, signal };
 }
 
+// callerError before onProgress throws anything (a source may fail with undefined).
+const NOT_THROWN = Symbol('onProgress has not thrown');
+
 export class CheckpointReading {
   // shards: checked sources (weights.js, checkShards); `name`: the method's.
   constructor(name, shards, { onProgress, signal } = {}) {
@@ -37,6 +40,7 @@ export class CheckpointReading {
     this.onProgress = onProgress;
     this.loaded = 0;
     this.total = undefined;
+    this.callerError = NOT_THROWN;  // what onProgress threw (report)
     this.cancel = () => this.close();
     signal?.addEventListener('abort', this.cancel);
   }
@@ -56,17 +60,32 @@ export class CheckpointReading {
 
   count(bytes) {
     this.loaded += bytes;
-    if (this.total !== undefined && bytes > 0) this.onProgress?.({ loaded: this.loaded, total: this.total });
+    if (this.total !== undefined && bytes > 0) this.report();
   }
 
-  // Steps (steps.js) of steps(reader of shard i), its errors named after it.
+  // Calls onProgress. What it throws is the caller's own: it rejects the load as thrown, where
+  // read() would name a shard for it.
+  report() {
+    try {
+      this.onProgress?.({ loaded: this.loaded, total: this.total });
+    } catch (error) {
+      this.callerError = error;
+      throw error;
+    }
+  }
+
+  // Steps (steps.js) of steps(reader of shard i), its errors named after it. An abort during a
+  // wait between reads (through the proxy, while the worker takes a tensor) stops the load before
+  // the next read: a Blob reader closed then would read a whole tensor anew.
   *read(i, steps) {
+    this.checkAborted();
     try {
       const value = yield* steps(this.readers[i]);
       this.checkAborted();
       return value;
     } catch (error) {
       this.checkAborted();
+      if (error === this.callerError) throw error;
       const message = error instanceof MHAError ? error.message : `${error?.name}: ${error?.message}`;
       throw new MHAError(`${this.name}: ${this.shard(i)}: ${message}`);
     }
@@ -92,7 +111,7 @@ export class CheckpointReading {
       if (!reader.sequential) return sum + mine.reduce((n, s) => n + s.end - s.begin, 0);
       return sum + Math.max(0, ...mine.map((s) => s.end - headers[i].bytes.length));
     }, 0);
-    this.onProgress?.({ loaded: this.loaded, total: this.total });
+    this.report();
     for (const { name, shard, begin, end } of ordered) {
       const tensor = core.tensor(end - begin);
       try {

@@ -17,7 +17,7 @@ const isResponse = (x) => typeof Response !== 'undefined' && x instanceof Respon
 const isStream = (x) => typeof ReadableStream !== 'undefined' && x instanceof ReadableStream;
 
 // Whether `value` is one file's source (bytes, Blob, Response or stream).
-export function isSource(value) {
+function isSource(value) {
   return value instanceof ArrayBuffer || value instanceof Uint8Array || isBlob(value) ||
     isResponse(value) || isStream(value);
 }

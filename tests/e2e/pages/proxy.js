@@ -47,9 +47,24 @@ async function outcomeOf(call) {
   return pending.then(() => ({ threw: false, resolved: true }), (error) => ({ threw: false, ...errorOf(error) }));
 }
 
-// Where a stalled call is: the ids of the calls the worker has not answered.
+// The last messages posted to the library's current worker, by id: what each was (a method, a
+// load's step, a release), so that a stall says what the worker has not answered.
+const posted = new Map();
+function watchPosts() {
+  const { worker } = lib.connection;
+  worker.postMessage = function watched(message, transfer) {
+    posted.set(message.id, message.op === 'release' ? 'release' : `${message.method} ${message.args?.[0] ?? ''}`);
+    if (posted.size > 64) posted.delete(posted.keys().next().value);
+    return Worker.prototype.postMessage.call(this, message, transfer);
+  };
+}
+
+// Where a stalled call is: the calls the worker has not answered, each as posted (or not posted:
+// waiting behind a call that holds the channel), and whether one holds it.
 function pendingCalls() {
-  return `pending ${[...lib.connection.pending.keys()].join(' ')}`;
+  const { pending, holder, waiting } = lib.connection;
+  return `pending ${[...pending.keys()].map((id) => `${id} (${posted.get(id) ?? 'not posted'})`).join(', ')}; ` +
+    `channel ${holder ? 'held' : 'free'}, ${waiting.length} waiting`;
 }
 
 window.proxyTest = {
@@ -222,6 +237,7 @@ window.proxyTest = {
   // disposed; a call that has not settled after `stallMs` ends the loop. Resolves to
   // { calls, ms, stalled: null | what never settled }.
   async stress(rounds, stallMs) {
+    watchPosts();
     let calls = 0;
     const start = performance.now();
     const settled = (what, promise) => new Promise((resolve, reject) => {
