@@ -72,7 +72,8 @@ val HeapInfo() {
 const std::vector<const OptionRule*>& AllOptionRules() {
   static const std::vector<const OptionRule*> rules = {
       &kModuleScoreRules.scale, &kModuleScoreRules.softcap, &kSdpaScoreRules.scale,
-      &kSdpaScoreRules.softcap};
+      &kSdpaScoreRules.softcap, &kModuleRules.dropout, &kModuleRules.qk_norm_eps,
+      &kModuleRules.qk_norm_weight_offset};
   return rules;
 }
 
@@ -83,10 +84,22 @@ val OptionRulesBinding() {
     row.set("call", std::string(rule->call));
     row.set("name", std::string(rule->name));
     row.set("min", rule->min);
+    row.set("minExcluded", rule->min_excluded);
+    row.set("max", rule->max);
     row.set("expected", std::string(rule->expected));
     rules.call<void>("push", row);
   }
   return rules;
+}
+
+// The sizes the core refuses (src/core/option_rules.h; SIZE_MAX: a cache's
+// storage must be below it), for the same file.
+val SizeLimitsBinding() {
+  val limits = val::object();
+  limits.set("maxDim", static_cast<double>(kMaxDim));
+  limits.set("maxCacheLength", static_cast<double>(kMaxCacheLength));
+  limits.set("addressSpace", static_cast<double>(SIZE_MAX));
+  return limits;
 }
 
 std::string CheckOptionBinding(const std::string& call, const std::string& name, float value) {
@@ -501,6 +514,7 @@ EMSCRIPTEN_BINDINGS(mha) {
   emscripten::function("heapInfo", &HeapInfo);
   emscripten::function("optionRules", &OptionRulesBinding);
   emscripten::function("checkOption", &CheckOptionBinding);
+  emscripten::function("sizeLimits", &SizeLimitsBinding);
   emscripten::function("allocate", &Allocate);
   emscripten::function("free", &Free);
   emscripten::function("scaledDotProductAttention", &ScaledDotProductAttentionBinding,

@@ -566,8 +566,8 @@ export interface MultiheadAttention<Windowed extends boolean = boolean> {
    */
   readonly parameters: ParameterSpec[];
   /**
-   * Bytes its weights take in their dtype (0 before a load). Through the proxy, as of the last
-   * load that has settled (await it before reading this).
+   * Bytes its weights take in their dtype (0 before a load), as of the last load that has settled,
+   * in both modes: a pending load (from bytes or streamed) shows once its Promise settles.
    */
   readonly memory: number;
   /**

@@ -7,6 +7,7 @@
 
 #include "src/kernels/kernels.h"
 #include "src/core/kv_cache_internal.h"
+#include "src/core/option_rules.h"
 #include "src/tensor.h"
 
 namespace mha {
@@ -62,7 +63,7 @@ Status KVCacheAccess::Create(const KVCacheConfig& config, uint64_t owner, int64_
   // their sum wraps.
   const double elements = rows * static_cast<double>(c.num_kv_heads) *
                           (static_cast<double>(c.head_dim) + static_cast<double>(c.v_head_dim));
-  if (!Addressable(elements, element_size) || c.max_length > (int64_t{1} << 40)) {
+  if (!Addressable(elements, element_size) || c.max_length > kMaxCacheLength) {
     return Status::OutOfMemory("cache: out of memory for batch_size " +
                                std::to_string(c.batch_size) + " and max_length " +
                                std::to_string(c.max_length) +

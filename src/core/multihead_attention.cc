@@ -54,11 +54,7 @@ Status MultiheadAttention::Create(const MultiheadAttentionConfig& config,
                                    ") must be divisible by num_heads (" +
                                    std::to_string(c.num_heads) + ")");
   }
-  if (!(c.dropout >= 0.0f && c.dropout < 1.0f)) {
-    return Status::InvalidArgument("dropout: expected a probability in [0, 1), got " +
-                                   std::to_string(c.dropout));
-  }
-  const int64_t kMaxDim = int64_t{1} << 24;
+  MHA_RETURN_IF_ERROR(CheckOption(kModuleRules.dropout, c.dropout));
   if (c.embed_dim > kMaxDim || c.num_heads > kMaxDim || c.kdim > kMaxDim || c.vdim > kMaxDim ||
       c.qk_head_dim > kMaxDim || c.v_head_dim > kMaxDim) {
     return Status::InvalidArgument("config: dims above 2^24 are not supported");
@@ -102,14 +98,8 @@ Status MultiheadAttention::Create(const MultiheadAttentionConfig& config,
     }
   }
   if (c.qk_norm.enabled) {
-    if (!(std::isfinite(c.qk_norm.eps) && c.qk_norm.eps > 0.0f)) {
-      return Status::InvalidArgument("qk_norm.eps: expected a positive finite number, got " +
-                                     std::to_string(c.qk_norm.eps));
-    }
-    if (!std::isfinite(c.qk_norm.weight_offset)) {
-      return Status::InvalidArgument("qk_norm.weight_offset: expected a finite number, got " +
-                                     std::to_string(c.qk_norm.weight_offset));
-    }
+    MHA_RETURN_IF_ERROR(CheckOption(kModuleRules.qk_norm_eps, c.qk_norm.eps));
+    MHA_RETURN_IF_ERROR(CheckOption(kModuleRules.qk_norm_weight_offset, c.qk_norm.weight_offset));
   }
   RotaryFrequencies rotary;
   if (c.rotary.enabled) {

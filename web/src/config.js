@@ -1,12 +1,15 @@
 // A MultiheadAttention's configuration, checked in JS as the core checks it
 // (MultiheadAttention::Create and CreateKVCache in src/multihead_attention.cc,
 // with the same messages), so that a create that fails throws in the caller's
-// thread in both modes, proxy included; and what follows from it alone: the
-// state_dict entries the module has. tests/js/config.test.js holds the two
-// sides to each other over many configurations.
+// thread in both modes, proxy included (where the core is in another thread);
+// and what follows from it alone: the state_dict entries the module has. The
+// numeric options' bounds and the sizes refused are the core's own
+// (option_rules.js, written from its table); the rules between options follow
+// its code, and tests/js/config.test.js holds the two sides to each other over
+// many configurations.
 import { MHAError } from './errors.js';
 import { checkCacheOptions, checkCacheSize, keepOf } from './kv_cache.js';
-import { OPTION_RULES } from './option_rules.js';
+import { LIMITS, OPTION_RULES } from './option_rules.js';
 import { checkRotaryRules, rotaryOptions } from './rotary_config.js';
 import {
   checkBoolean, checkChoice, checkNumber, checkOptionalDim, checkOptionsObject, checkPositiveInteger,
@@ -18,7 +21,6 @@ const CONFIG_KEYS = ['embedDim', 'numHeads', 'bias', 'addBiasKV', 'addZeroAttn',
   'window', 'sinks', 'alibi', 'qkNorm', 'weightsDtype'];
 // weightsDtype: how the projection weights are kept (docs/design.md, "Precision").
 const WEIGHTS_DTYPES = ['auto', 'float32', 'float16', 'bfloat16', 'int8'];
-const MAX_DIM = 2 ** 24;
 
 const isWindowSide = (x) => Number.isSafeInteger(x) && x >= 0 && x < 2 ** 31;
 
@@ -124,7 +126,8 @@ export function checkFloat32Option(value, name, zero, unset) {
 export function checkOptionRule(call, name, value, fail) {
   const rule = OPTION_RULES.find((r) => r.call === call && r.name === name);
   const received = Math.fround(value);
-  if (!(Number.isFinite(received) && received >= rule.min)) {
+  const aboveMin = rule.minExcluded ? received > rule.min : received >= rule.min;
+  if (!(Number.isFinite(received) && aboveMin && received < rule.max)) {
     fail(`${name}: expected ${rule.expected}, received ${describe(value)}`);
   }
 }
@@ -142,13 +145,9 @@ export function checkConfigRules(c) {
   if ((c.qk_head_dim === 0 || c.v_head_dim === 0) && c.embed_dim % c.num_heads !== 0) {
     fail(`num_heads: embed_dim (${c.embed_dim}) must be divisible by num_heads (${c.num_heads})`);
   }
-  // The core holds dropout as a float.
-  const dropout = Math.fround(c.dropout);
-  if (!(dropout >= 0 && dropout < 1)) {
-    fail(`dropout: expected a probability in [0, 1), received ${describe(c.dropout)}`);
-  }
+  checkOptionRule('module', 'dropout', c.dropout, fail);
   if ([c.embed_dim, c.num_heads, c.kdim, c.vdim, c.qk_head_dim, c.v_head_dim]
-    .some((dim) => dim > MAX_DIM)) {
+    .some((dim) => dim > LIMITS.maxDim)) {
     fail('config: dims above 2^24 are not supported');
   }
   if (c.num_kv_heads > c.num_heads || (c.num_kv_heads > 0 && c.num_heads % c.num_kv_heads !== 0)) {
@@ -168,14 +167,9 @@ export function checkConfigRules(c) {
                                !slopes.every((s) => Number.isFinite(s)))) {
     fail(`alibi.slopes: expected num_heads (${c.num_heads}) finite slopes, got ${slopes.length}`);
   }
-  // The core holds eps and weight_offset as floats.
-  if (c.qk_norm !== undefined && !(Math.fround(c.qk_norm.eps) > 0 &&
-                                   Number.isFinite(Math.fround(c.qk_norm.eps)))) {
-    fail(`qk_norm.eps: expected a positive finite number, received ${describe(c.qk_norm.eps)}`);
-  }
-  if (c.qk_norm !== undefined && !Number.isFinite(Math.fround(c.qk_norm.weight_offset))) {
-    fail(`qk_norm.weight_offset: expected a finite number, received ${
-      describe(c.qk_norm.weight_offset)}`);
+  if (c.qk_norm !== undefined) {
+    checkOptionRule('module', 'qk_norm.eps', c.qk_norm.eps, fail);
+    checkOptionRule('module', 'qk_norm.weight_offset', c.qk_norm.weight_offset, fail);
   }
   if (c.rotary !== undefined) checkRotaryRules(c.rotary, resolvedDims(c).qkHeadDim, fail);
 }

@@ -6,6 +6,7 @@ import { STATUS_OK, callCore, checkStatus, newBinding, sharedResult } from './co
 import { MHAError } from './errors.js';
 import { heapViews } from './heap.js';
 import { Lifetime, livesOf } from './lifetime.js';
+import { LIMITS } from './option_rules.js';
 import { returnPromises } from './promise_methods.js';
 import {
   checkBoolean, checkChoice, checkOptionsObject, checkPositiveInteger, describe,
@@ -46,17 +47,14 @@ function checkRolling(rolling, maxLength) {
 // The keep of checked `rolling` (checkRolling's), -1 for none, as the core takes it.
 export const keepOf = (rolling) => (typeof rolling === 'object' ? rolling.keep : -1);
 
-// WASM's address space: KVCache::CreateOwned refuses a cache whose storage
-// would not fit (tensor.cc's Addressable, with a 32-bit size_t), before
-// allocating anything; as it computes, in doubles.
-const SIZE_MAX = 2 ** 32 - 1;
-const MAX_LENGTH = 2 ** 40;
-
 // A cache of `numKVHeads` heads of headDim-wide keys and vHeadDim-wide
 // values: the bytes its storage takes (KVCache::bytes), when addressable.
+// KVCache::CreateOwned refuses one whose storage would not fit in the address
+// space (tensor.cc's Addressable) before allocating anything; as it computes,
+// in doubles.
 export function checkCacheSize({ batchSize, maxLength, dtype }, numKVHeads, headDim, vHeadDim) {
   const bytes = batchSize * maxLength * numKVHeads * (headDim + vHeadDim) * ELEMENT_BYTES[dtype];
-  if (!(bytes < SIZE_MAX) || maxLength > MAX_LENGTH) {
+  if (!(bytes < LIMITS.addressSpace) || maxLength > LIMITS.maxCacheLength) {
     throw new MHAError(`createKVCache: cache: out of memory for batch_size ${batchSize} and max_length ` +
                        `${maxLength}: its storage would exceed the address space`);
   }

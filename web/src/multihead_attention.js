@@ -76,6 +76,9 @@ export function checkForward(query, key, value, options, ours) {
 // coreLoadOf(mha, options): the core's side of a load into `mha` (a CoreLoad),
 // for loadSafetensors here and in the proxy's worker (proxy_worker.js).
 export let coreLoadOf;
+// shownLoad(mha): a Promise settling once mha.memory shows the load just finished in it (the
+// proxy's worker, whose client's load settles with that reply).
+export let shownLoad;
 
 // mha.parameters of a module of core config `c`, in both modes (the proxy's client knows it from
 // the config): frozen all the way down, as callers read it and nothing changes it.
@@ -88,6 +91,7 @@ export class MultiheadAttention {
   #config;
   #life;
   #parameters;
+  #memory = 0;
 
   // Use lib.createMultiheadAttention(config).
   constructor(wasm, config) {
@@ -106,9 +110,20 @@ export class MultiheadAttention {
     return this.#parameters;
   }
 
-  // Bytes the weights take in their dtype (0 before a load).
+  // Bytes the weights take in their dtype (0 before a load), as of the last load whose Promise
+  // has settled: a pending load, from bytes or streamed, shows once it settles, as through the
+  // proxy, whose reply brings it (docs/design.md, "Precision: weights and caches in fewer bytes").
   get memory() {
-    return this.checkAlive('mha.memory').memory();
+    this.checkAlive('mha.memory');
+    return this.#memory;
+  }
+
+  // A load's Promise, settling once `memory` shows what the load (`loading`: its result, or its
+  // Promise) left.
+  #shown(loading) {
+    if (loading instanceof Promise) return loading.then(() => this.#shown());
+    const memory = this.#life.held?.memory() ?? this.#memory;
+    return Promise.resolve().then(() => { this.#memory = memory; });
   }
 
   // Its binding; throws once disposed.
@@ -144,6 +159,7 @@ export class MultiheadAttention {
       ...inside.map(([key, tensor]) => ({ name: key, ...heap.copyTensor(tensor) })),
       ...outside.map(([key, { shape }]) => ({ name: key, ptr: 0, shape })),
     ], o, result));
+    return this.#shown();
   }
 
   // bytes: a .safetensors file (its bytes, a Blob, a Response or a
@@ -157,13 +173,14 @@ export class MultiheadAttention {
     this.checkAlive(name);
     const { options: o, shards, read } = checkLoadSafetensors(bytes, options);
     const reading = new CheckpointReading(name, shards, read);
-    return runSteps(loadSteps(reading, coreLoadOf(this, o)));
+    return this.#shown(runSteps(loadSteps(reading, coreLoadOf(this, o))));
   }
 
   static {
     // The module may be disposed during a load's waits: its binding is looked up at each step.
     coreLoadOf = (mha, options) => new CoreLoad(mha.#wasm, () => mha.checkAlive('loadSafetensors'),
       'loadSafetensors', options);
+    shownLoad = (mha) => mha.#shown();
   }
 
   // A KVCache for this module: {batchSize, maxLength, dtype: 'float32' |

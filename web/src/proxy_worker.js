@@ -16,7 +16,7 @@ import { loadInThread } from './load.js';
 import { ARRAY, HANDLE, PROXIED, STEP, errorFields } from './proxy_table.js';
 import { MHAError } from './errors.js';
 import { listHeadersOf } from './library.js';
-import { coreLoadOf } from './multihead_attention.js';
+import { coreLoadOf, shownLoad } from './multihead_attention.js';
 
 // The arrays of a message, in index order.
 function receivedArrays({ staged, arrays }) {
@@ -55,7 +55,10 @@ const STEPS = {
     return core.start(headers);
   },
   feed: (mha, handle, tensor, bytes, shard) => lookUp(handle).object.feed(tensor, bytes, shard),
-  finish: (mha, handle) => lookUp(handle).object.finish(),
+  finish: (mha, handle) => {
+    lookUp(handle).object.finish();
+    return shownLoad(mha);
+  },
 };
 
 function handlesIn(value, found = []) {
@@ -90,8 +93,8 @@ async function call({ id, target, method, args, create, staged, arrays }) {
   let value;
   try {
     const decoded = decode(args, receivedArrays({ staged, arrays }));
-    value = method === STEP ? STEPS[decoded[0]](entry.object, ...decoded.slice(1)) :
-      await entry.object[method](...decoded);
+    value = await (method === STEP ? STEPS[decoded[0]](entry.object, ...decoded.slice(1)) :
+      entry.object[method](...decoded));
   } catch (error) {
     if (made !== undefined) failed.set(create, error);
     throw error;

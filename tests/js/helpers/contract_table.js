@@ -87,6 +87,19 @@ export function contractTable(fixture) {
     if (!bits(x).every((v, i) => v === bits(y)[i])) throw new Error('the two caches gave other bits');
   };
 
+  // [before, during, after] a load's memory; throws unless it shows once the load has settled.
+  const memoryAround = (mha, load) => {
+    const before = mha.memory;
+    const loading = load(mha);
+    const during = mha.memory;
+    return loading.then(() => {
+      if (during !== before || !(mha.memory > before)) {
+        throw new Error(`memory ${before}, ${during} while loading, ${mha.memory} once loaded`);
+      }
+      return [before, during, mha.memory];
+    });
+  };
+
   const THROWS = (pattern) => ({ throws: pattern });
   const REJECTS = (pattern) => ({ rejects: pattern });
   const RETURNS = { returns: true };
@@ -179,6 +192,11 @@ export function contractTable(fixture) {
 
     // loadStateDict / loadSafetensors, before any call on the module: every error rejects.
     ['load before any call', (ctx) => create(ctx).loadStateDict(params), RESOLVES],
+    // mha.memory shows a load once its Promise settles, in both modes: [before, during, after].
+    ['mha.memory during and after a loadStateDict', (ctx) => memoryAround(create(ctx),
+      (mha) => mha.loadStateDict(params)), RESOLVES],
+    ['mha.memory during and after a loadSafetensors from bytes', (ctx) => memoryAround(create(ctx),
+      (mha) => mha.loadSafetensors(fixture.bytes, { prefix: 'param.' })), RESOLVES],
     ['loadStateDict: {data, dims} entries', (ctx) => create(ctx).loadStateDict(Object.fromEntries(
       Object.entries(params).map(([name, data]) => [name, { data, dims: [data.length] }]))),
     REJECTS(/^loadStateDict: .*in_proj_weight/)],
