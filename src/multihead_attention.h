@@ -248,8 +248,9 @@ class MultiheadAttention {
   // the tensors to feed; FeedLoad takes one of them, its bytes as stored
   // (read during the call only), converts it and stores the parameters it
   // completes into the new weights; FinishLoad, once every one is fed, swaps
-  // them in. All or nothing: the module is unchanged until FinishLoad
-  // succeeds; after an error, drop the load.
+  // them in and ends the load. All or nothing: the module is unchanged until
+  // FinishLoad succeeds; after an error, drop the load. Feeding or finishing
+  // a load this module did not start, or one that has ended, is an error.
   class StreamedLoad {
    public:
     StreamedLoad();

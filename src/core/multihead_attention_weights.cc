@@ -328,9 +328,11 @@ Status MultiheadAttention::WeightSources(const ShapeMap& tensors, const WeightOp
 }
 
 
-// The state of a streamed load: the plan, the new projection weights being
-// filled, and only the fed tensors that an incomplete parameter still needs.
+// The state of a streamed load: the module that started it, the plan, the
+// new projection weights being filled, and only the fed tensors that an
+// incomplete parameter still needs.
 struct MultiheadAttention::StreamedLoad::State {
+  const MultiheadAttention* module;
   ShapeMap shapes;
   std::map<std::string, DType> dtypes;   // of the tensors to feed
   Recipes recipes;
@@ -344,10 +346,22 @@ struct MultiheadAttention::StreamedLoad::State {
 MultiheadAttention::StreamedLoad::StreamedLoad() = default;
 MultiheadAttention::StreamedLoad::~StreamedLoad() = default;
 
+namespace {
+
+// FeedLoad's and FinishLoad's error for a load this module has not started
+// or has finished.
+Status NoLoad() {
+  return Status::InvalidArgument(
+      "safetensors: no load started on this module (StartLoad), or it was finished already");
+}
+
+}  // namespace
+
 Status MultiheadAttention::StartLoad(const SafetensorsFile& file, const WeightOptions& options,
                                      StreamedLoad* out, std::vector<std::string>* names) const {
   try {
     auto s = std::make_unique<StreamedLoad::State>();
+    s->module = this;
     s->shapes = TensorShapes(file);
     MHA_RETURN_IF_ERROR(Plan(s->shapes, options, &s->recipes));
     std::set<std::string> params;
@@ -370,6 +384,7 @@ Status MultiheadAttention::StartLoad(const SafetensorsFile& file, const WeightOp
 
 Status MultiheadAttention::FeedLoad(StreamedLoad* load, const std::string& name,
                                     const uint8_t* data) const {
+  if (load->state_ == nullptr || load->state_->module != this) return NoLoad();
   StreamedLoad::State& s = *load->state_;
   if (!s.dtypes.count(name) || s.fed.count(name)) {
     return Status::InvalidArgument("safetensors: tensor '" + name +
@@ -432,6 +447,7 @@ Status MultiheadAttention::FeedLoad(StreamedLoad* load, const std::string& name,
 }
 
 Status MultiheadAttention::FinishLoad(StreamedLoad* load) {
+  if (load->state_ == nullptr || load->state_->module != this) return NoLoad();
   StreamedLoad::State& s = *load->state_;
   if (std::count(s.stored.begin(), s.stored.end(), false) != 0) {
     return Status::InvalidArgument("safetensors: the load was finished before every tensor "
@@ -448,10 +464,11 @@ Status MultiheadAttention::FinishLoad(StreamedLoad* load) {
     }
     m.weights = std::move(s.staged);
     m.loaded.swap(loaded);
-    return Status::Ok();
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("safetensors: not enough memory to finish the load");
   }
+  load->state_.reset();  // its weights are the module's now
+  return Status::Ok();
 }
 
 }  // namespace mha

@@ -271,6 +271,22 @@ TEST(LayoutDetection, StreamedLoadsChangeNothingUntilFinished) {
   ASSERT_TRUE(streamed->Forward(query, query, query, fo, &a).ok());
   ASSERT_TRUE(planned->Forward(query, query, query, fo, &b).ok());
   EXPECT_EQ(a.output.data, b.output.data);
+
+  // A finished load is over: finishing or feeding it again, feeding a load
+  // never started or one another module started, are errors that change
+  // nothing.
+  ExpectError(streamed->FinishLoad(&load), {"no load started on this module"});
+  ExpectError(streamed->FeedLoad(&load, names[0], f.file.tensors.at(names[0]).data),
+              {"no load started on this module"});
+  MultiheadAttention::StreamedLoad never_started;
+  ExpectError(streamed->FinishLoad(&never_started), {"no load started on this module"});
+  MultiheadAttention::StreamedLoad others;
+  ASSERT_TRUE(planned->StartLoad(f.file, o, &others, &names).ok());
+  ExpectError(streamed->FeedLoad(&others, names[0], f.file.tensors.at(names[0]).data),
+              {"no load started on this module"});
+  ExpectError(streamed->FinishLoad(&others), {"no load started on this module"});
+  ASSERT_TRUE(streamed->Forward(query, query, query, fo, &a).ok());
+  EXPECT_EQ(a.output.data, b.output.data);
 }
 
 TEST(LayoutListing, NaturalOrderAndIncompleteModulesLeftOut) {
