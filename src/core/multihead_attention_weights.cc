@@ -240,8 +240,7 @@ Status MultiheadAttention::Plan(const ShapeMap& tensors, const WeightOptions& op
 }
 
 Status MultiheadAttention::LoadPlanned(const Recipes& recipes, const ShapeMap& shapes,
-                                       const std::map<std::string, const float*>& sources,
-                                       const std::map<std::string, DType>& stored) {
+                                       const std::map<std::string, const float*>& sources) {
   // Everything is checked before anything loads: a bad checkpoint changes nothing.
   const std::string& prefix = recipes.message_prefix;
   std::map<std::string, TensorView> params;
@@ -256,8 +255,8 @@ Status MultiheadAttention::LoadPlanned(const Recipes& recipes, const ShapeMap& s
     seen.insert(name);
   }
   MHA_RETURN_IF_ERROR(MissingError(MissingParameters(seen), prefix));
-  // The weights' types (kAuto: as stored).
-  const auto [in_type, out_type] = WeightTypes(config_.weights_dtype, recipes.list, stored);
+  // The weights' types (kAuto: float32, as the tensors are given).
+  const auto [in_type, out_type] = WeightTypes(config_.weights_dtype, recipes.list, {});
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mutex);
   // All or nothing: everything that allocates comes first (throwing
@@ -294,7 +293,7 @@ Status MultiheadAttention::LoadStateDict(const std::map<std::string, TensorView>
       MHA_RETURN_IF_ERROR(CheckDimsAndData(name, tensor.shape, tensor.data));
       sources[name] = tensor.data;
     }
-    return LoadPlanned(recipes, shapes, sources, {});
+    return LoadPlanned(recipes, shapes, sources);
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("state_dict: not enough memory to assemble the parameters");
   }
@@ -317,16 +316,6 @@ Status MultiheadAttention::LoadSafetensors(const uint8_t* bytes, size_t size,
   MHA_RETURN_IF_ERROR(ParseSafetensors(bytes, size, &file));
   return LoadSafetensors(file, options);
 }
-
-Status MultiheadAttention::WeightSources(const ShapeMap& tensors, const WeightOptions& options,
-                                         std::vector<std::string>* names) const {
-  Recipes recipes;
-  MHA_RETURN_IF_ERROR(Plan(tensors, options, &recipes));
-  const std::set<std::string> used = UsedTensors(recipes.list);
-  names->assign(used.begin(), used.end());
-  return Status::Ok();
-}
-
 
 // The state of a streamed load: the module that started it, the plan, the
 // new projection weights being filled, and only the fed tensors that an

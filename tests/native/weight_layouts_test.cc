@@ -211,17 +211,18 @@ TEST(LayoutDetection, TorchNamesTheConfigurationLacksAreErrors) {
   EXPECT_TRUE(m->LoadStateDict(d.views).ok());
 }
 
-TEST(LayoutDetection, WeightSourcesAreTheTensorsRead) {
+TEST(LayoutDetection, StreamedLoadsNameTheTensorsRead) {
   LayoutFixture f;
   ASSERT_TRUE(mha_test::LoadLayoutFixture("gpt2_causal", &f).ok());
   auto m = Module(16, 2);
   std::vector<std::string> names;
-  ASSERT_TRUE(m->WeightSources(f.Shapes(), {"transformer.h.1.attn."}, &names).ok());
+  MultiheadAttention::StreamedLoad load;
+  ASSERT_TRUE(m->StartLoad(f.file, {"transformer.h.1.attn."}, &load, &names).ok());
   EXPECT_EQ(names, std::vector<std::string>({"transformer.h.1.attn.c_attn.bias",
                                              "transformer.h.1.attn.c_attn.weight",
                                              "transformer.h.1.attn.c_proj.bias",
                                              "transformer.h.1.attn.c_proj.weight"}));
-  ExpectError(m->WeightSources(f.Shapes(), {"transformer.h.1."}, &names),
+  ExpectError(m->StartLoad(f.file, {"transformer.h.1."}, &load, &names),
               {"nearest prefixes holding an attention module: 'transformer.h.1.attn.' (gpt2)"});
 }
 
