@@ -163,6 +163,12 @@ class KVCacheAccess {
   // unchanged. The caller holds the lock.
   static void SaveOverwritten(KVCache& cache, int64_t new_keys);
 
+  // The keys and values of `count` positions from `first` on (their slots,
+  // wrapping in a ring) of every head, copied into State::overwritten when
+  // `save` (grown: throws std::bad_alloc, the cache unchanged), else back
+  // from it (no allocation). The caller holds the lock.
+  static void CopySlots(KVCache& cache, size_t first, size_t count, bool save);
+
   // After a call that may have written new_keys keys (Write) and then
   // failed: puts back what SaveOverwritten saved, so that the cache is as
   // it was (length, held and contents). Does not allocate.
