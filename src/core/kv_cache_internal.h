@@ -66,6 +66,9 @@ struct KVCache::State {
   // (MakeRoom), whose other held rows `overwritten` holds as they were; 0
   // when it made none.
   int64_t made_room = 0;
+  // MakeRoom's rotary angles and a float key row: grown by the first call
+  // that makes room and kept, not allocated per decoding step.
+  std::vector<float> room_angles, room_row;
 };
 
 // New rows to append: the features of head g of new key j of batch entry n

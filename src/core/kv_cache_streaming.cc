@@ -5,7 +5,6 @@
 // SinkCache.update and _get_rerotation_cos_sin) does.
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "src/attention/rotary.h"
 #include "src/core/kv_cache_internal.h"
@@ -53,13 +52,15 @@ void KVCacheAccess::MakeRoom(KVCache& cache, int64_t new_keys, const Rotation* r
   const size_t k_row = static_cast<size_t>(c.head_dim) * element;
   const size_t v_row = static_cast<size_t>(c.v_head_dim) * element;
   // Everything that may throw first: the angles, a float row, the saved rows.
-  std::vector<float> angles, row(static_cast<size_t>(c.head_dim));
   // Back by `dropped` slots: Hugging Face's rerotation_cos/sin, cos and sin
   // of (shifted - original) positions, without the attention factor.
   Rotation back = rotation != nullptr ? *rotation : Rotation{};
   back.attention_factor = 1.0;
   const int32_t shift = static_cast<int32_t>(-dropped);
-  if (rotation != nullptr) FillRotaryTable(back, 1, 0, &shift, &angles);
+  if (rotation != nullptr) {
+    FillRotaryTable(back, 1, 0, &shift, &s.room_angles);
+    s.room_row.resize(static_cast<size_t>(c.head_dim));
+  }
   CopySlots(cache, keep, moved, true);
   const size_t kept = moved - static_cast<size_t>(dropped), from = keep + static_cast<size_t>(dropped);
   for (size_t head = 0; head < heads; ++head) {
@@ -69,7 +70,7 @@ void KVCacheAccess::MakeRoom(KVCache& cache, int64_t new_keys, const Rotation* r
     std::memmove(values + keep * v_row, values + from * v_row, kept * v_row);
     if (rotation != nullptr) {
       RotateKeys(keys + keep * k_row, kept, static_cast<size_t>(c.head_dim), c.dtype, back,
-                 angles.data(), row.data());
+                 s.room_angles.data(), s.room_row.data());
     }
   }
   // Pad slots among the dropped are gone; the scratch half keeps the old counts.
