@@ -236,11 +236,6 @@ class MultiheadAttention {
   Status LoadSafetensors(const uint8_t* bytes, size_t size,
                          const WeightOptions& options = WeightOptions());
 
-  // The names of the tensors a load with `options` would read, after every
-  // check it makes on names and shapes (so a caller can fetch only those).
-  Status WeightSources(const ShapeMap& tensors, const WeightOptions& options,
-                       std::vector<std::string>* names) const;
-
   // A .safetensors load fed one tensor at a time, so that a caller streaming
   // the file holds one tensor besides the weights (docs/design.md, "Loading
   // large checkpoints in a page"). StartLoad plans it from the shards'
@@ -248,8 +243,9 @@ class MultiheadAttention {
   // the tensors to feed; FeedLoad takes one of them, its bytes as stored
   // (read during the call only), converts it and stores the parameters it
   // completes into the new weights; FinishLoad, once every one is fed, swaps
-  // them in. All or nothing: the module is unchanged until FinishLoad
-  // succeeds; after an error, drop the load.
+  // them in and ends the load. All or nothing: the module is unchanged until
+  // FinishLoad succeeds; after an error, drop the load. Feeding or finishing
+  // a load this module did not start, or one that has ended, is an error.
   class StreamedLoad {
    public:
     StreamedLoad();
@@ -319,11 +315,9 @@ class MultiheadAttention {
   // With int8 weights: an error naming the first non-finite element of a
   // projection weight (int8 cannot hold it). Biases stay float32.
   Status CheckQuantizable(const std::string& name, const float* data, int64_t size) const;
-  // `stored`: the dtype each source tensor has in its file (none: float32),
-  // for WeightsDtype::kAuto.
+  // LoadStateDict's load of float32 `sources` once planned.
   Status LoadPlanned(const Recipes& recipes, const ShapeMap& shapes,
-                     const std::map<std::string, const float*>& sources,
-                     const std::map<std::string, DType>& stored);
+                     const std::map<std::string, const float*>& sources);
   MultiheadAttentionConfig config_;
   std::unique_ptr<Impl> impl_;
 };

@@ -273,56 +273,54 @@ size_t Overwritten(const KVCache& cache, int64_t new_keys) {
   return cache.config().rolling && excess > 0 ? static_cast<size_t>(excess) : 0;
 }
 
-// Copies the keys and values of the `count` oldest held positions between the
-// storage and `saved` (head by head, keys then values): into `saved` when
-// `save`, else back.
-void CopyOldest(const KVCacheConfig& c, size_t first_slot, size_t count, uint8_t* keys,
-                uint8_t* values, uint8_t* saved, bool save) {
+// The slots of `count` positions from `first` on (count <= max_length).
+HeldSlots Slots(size_t max_length, size_t first, size_t count) {
+  HeldSlots slots;
+  slots.runs[0] = {first % max_length, std::min(count, max_length - first % max_length)};
+  slots.runs[1] = {0, count - slots.runs[0].count};
+  return slots;
+}
+
+}  // namespace
+
+void KVCacheAccess::CopySlots(KVCache& cache, size_t first, size_t count, bool save) {
+  const KVCacheConfig& c = cache.config_;
   const size_t element = ElementSize(c.dtype), max_length = static_cast<size_t>(c.max_length);
   const size_t heads = static_cast<size_t>(c.batch_size * c.num_kv_heads);
-  for (size_t head = 0; head < heads; ++head) {
-    for (size_t i = 0; i < count; ++i) {
-      const size_t row = head * max_length + (first_slot + i) % max_length;
-      for (const auto& [storage, dim] : {std::make_pair(keys, c.head_dim),
-                                         std::make_pair(values, c.v_head_dim)}) {
-        const size_t bytes = static_cast<size_t>(dim) * element;
-        uint8_t* stored = storage + row * bytes;
-        save ? std::memcpy(saved, stored, bytes) : std::memcpy(stored, saved, bytes);
-        saved += bytes;
+  const HeldSlots slots = Slots(max_length, first, count);
+  const size_t bytes = heads * count * static_cast<size_t>(c.head_dim + c.v_head_dim) * element;
+  uint8_t* saved = reinterpret_cast<uint8_t*>(
+      cache.state_->overwritten.Get(save ? (bytes + 3) / 4 : 0));
+  for (const auto& [storage, dim] : {std::make_pair(cache.state_->keys.get(), c.head_dim),
+                                     std::make_pair(cache.state_->values.get(), c.v_head_dim)}) {
+    const size_t row = static_cast<size_t>(dim) * element;
+    for (size_t head = 0; head < heads; ++head) {
+      for (const HeldSlots::Run& run : slots.runs) {
+        uint8_t* stored = storage + (head * max_length + run.first) * row;
+        const size_t n = run.count * row;
+        save ? std::memcpy(saved, stored, n) : std::memcpy(stored, saved, n);
+        saved += n;
       }
     }
   }
 }
 
-}  // namespace
-
 void KVCacheAccess::SaveOverwritten(KVCache& cache, int64_t new_keys) {
   const size_t count = Overwritten(cache, new_keys);
-  if (count == 0) return;
-  const KVCacheConfig& c = cache.config_;
-  const size_t bytes = static_cast<size_t>(c.batch_size * c.num_kv_heads) * count *
-                       static_cast<size_t>(c.head_dim + c.v_head_dim) * ElementSize(c.dtype);
-  uint8_t* to = reinterpret_cast<uint8_t*>(cache.state_->overwritten.Get((bytes + 3) / 4));
-  const size_t first = static_cast<size_t>(cache.length() - cache.held());
-  CopyOldest(c, first, count, cache.state_->keys.get(), cache.state_->values.get(), to, true);
+  const size_t oldest = static_cast<size_t>(cache.length() - cache.held());
+  if (count != 0) CopySlots(cache, oldest, count, true);
 }
 
 void KVCacheAccess::Abandon(KVCache& cache, int64_t new_keys) {
   const size_t count = Overwritten(cache, new_keys);
-  if (count == 0) return;
-  const size_t first = static_cast<size_t>(cache.length() - cache.held());
-  CopyOldest(cache.config_, first, count, cache.state_->keys.get(), cache.state_->values.get(),
-             reinterpret_cast<uint8_t*>(cache.state_->overwritten.Get(0)), false);
+  const size_t oldest = static_cast<size_t>(cache.length() - cache.held());
+  if (count != 0) CopySlots(cache, oldest, count, false);
 }
 
 HeldSlots KVCacheAccess::Held(const KVCache& cache) {
-  const size_t max_length = static_cast<size_t>(cache.config_.max_length);
-  const size_t held = static_cast<size_t>(cache.held());
-  const size_t first = static_cast<size_t>(cache.length() - cache.held()) % max_length;
-  HeldSlots slots;
-  slots.runs[0] = {first, std::min(held, max_length - first)};
-  slots.runs[1] = {0, held - slots.runs[0].count};
-  return slots;
+  return Slots(static_cast<size_t>(cache.config_.max_length),
+               static_cast<size_t>(cache.length() - cache.held()),
+               static_cast<size_t>(cache.held()));
 }
 
 KVRows KVCacheAccess::Read(const KVCache& cache) {

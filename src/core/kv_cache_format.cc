@@ -21,7 +21,8 @@ constexpr uint32_t kRolling = 1;     // flags bit 0
 constexpr uint32_t kStreaming = 2;   // flags bit 1: reserved holds keep
 constexpr size_t kHeaderBytes = 80;  // before the header's checksum
 constexpr size_t kPayloadStart = kHeaderBytes + 4;
-constexpr size_t kLeastBytes = kPayloadStart + 8 + 4;  // one entry, nothing held
+constexpr size_t kFramingBytes = kPayloadStart + 4;  // all but the payload (PayloadBytes)
+constexpr size_t kLeastBytes = kFramingBytes + 8;    // one entry, nothing held
 
 // CRC-32 (IEEE 802.3, reflected 0xEDB88320: zlib's crc32, PNG's).
 std::array<uint32_t, 256> CrcTable() {
@@ -158,7 +159,7 @@ Status CheckHeader(const Header& h, size_t size, KVCacheConfig* c) {
   c->rolling = rolling;
   c->keep = streaming ? static_cast<int64_t>(h.reserved) : -1;
   const double payload = PayloadBytes(*c, static_cast<double>(h.held));
-  const double expected = static_cast<double>(kPayloadStart + 4) + payload;
+  const double expected = static_cast<double>(kFramingBytes) + payload;
   if (!Addressable(payload, 1) || expected != static_cast<double>(size)) {
     return Status::InvalidArgument(
         "bytes: expected " + std::to_string(static_cast<uint64_t>(expected)) +
@@ -206,16 +207,16 @@ Status KVCache::Save(std::vector<uint8_t>* out) const {
   const double payload_bytes = PayloadBytes(config_, static_cast<double>(h.held));
   // The cache's storage is addressable (KVCacheAccess::Create); with the
   // header it may not be, and the size would wrap.
-  if (!Addressable(static_cast<double>(kLeastBytes) + payload_bytes, 1)) {
+  if (!Addressable(static_cast<double>(kFramingBytes) + payload_bytes, 1)) {
     return Status::OutOfMemory("save: the bytes of a cache of " + std::to_string(h.held) +
                                " keys per entry would exceed the address space");
   }
   const size_t payload = static_cast<size_t>(payload_bytes);
   try {
-    out->assign(kPayloadStart + 4 + payload, 0);
+    out->assign(kFramingBytes + payload, 0);
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("save: not enough memory for " +
-                               std::to_string(kPayloadStart + 4 + payload) + " bytes");
+                               std::to_string(kFramingBytes + payload) + " bytes");
   }
   uint8_t* bytes = out->data();
   WriteHeader(h, bytes);
@@ -261,7 +262,7 @@ Status KVCacheAccess::Load(const uint8_t* bytes, size_t size, const KVCacheConfi
   KVCacheConfig c;
   const Header h = ReadHeader(bytes);
   MHA_RETURN_IF_ERROR(CheckHeader(h, size, &c));
-  const size_t payload = size - kPayloadStart - 4;
+  const size_t payload = size - kFramingBytes;
   if (Get(bytes + kPayloadStart + payload, 4) != Crc32(bytes + kPayloadStart, payload)) {
     return Status::InvalidArgument("bytes: the padding's, keys' and values' checksum (CRC-32) "
                                    "does not match: the bytes are corrupted" + kNothing);

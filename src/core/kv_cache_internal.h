@@ -66,6 +66,9 @@ struct KVCache::State {
   // (MakeRoom), whose other held rows `overwritten` holds as they were; 0
   // when it made none.
   int64_t made_room = 0;
+  // MakeRoom's rotary angles and a float key row: grown by the first call
+  // that makes room and kept, not allocated per decoding step.
+  std::vector<float> room_angles, room_row;
 };
 
 // New rows to append: the features of head g of new key j of batch entry n
@@ -162,6 +165,12 @@ class KVCacheAccess {
   // the cache's State::overwritten. Throws std::bad_alloc, the cache
   // unchanged. The caller holds the lock.
   static void SaveOverwritten(KVCache& cache, int64_t new_keys);
+
+  // The keys and values of `count` positions from `first` on (their slots,
+  // wrapping in a ring) of every head, copied into State::overwritten when
+  // `save` (grown: throws std::bad_alloc, the cache unchanged), else back
+  // from it (no allocation). The caller holds the lock.
+  static void CopySlots(KVCache& cache, size_t first, size_t count, bool save);
 
   // After a call that may have written new_keys keys (Write) and then
   // failed: puts back what SaveOverwritten saved, so that the cache is as

@@ -5,7 +5,6 @@
 // SinkCache.update and _get_rerotation_cos_sin) does.
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "src/attention/rotary.h"
 #include "src/core/kv_cache_internal.h"
@@ -20,17 +19,6 @@ int64_t KVCacheAccess::KeysBefore(const KVCache& cache, int64_t new_keys) {
 }
 
 namespace {
-
-// The rows of slots [first, first + count) of every head of one storage
-// (keys or values), copied into `saved` when `save`, else back from it.
-void CopyRows(uint8_t* storage, size_t heads, size_t head_bytes, size_t row_bytes, size_t first,
-              size_t count, uint8_t* saved, bool save) {
-  for (size_t head = 0; head < heads; ++head) {
-    uint8_t* rows = storage + head * head_bytes + first * row_bytes;
-    save ? std::memcpy(saved, rows, count * row_bytes) : std::memcpy(rows, saved, count * row_bytes);
-    saved += count * row_bytes;
-  }
-}
 
 // Turns the first rotation.dim features of `count` key rows (head_dim each,
 // in the cache's dtype) by the angles of `angles` (one FillRotaryTable row),
@@ -63,20 +51,17 @@ void KVCacheAccess::MakeRoom(KVCache& cache, int64_t new_keys, const Rotation* r
   const size_t element = ElementSize(c.dtype), max_length = static_cast<size_t>(c.max_length);
   const size_t k_row = static_cast<size_t>(c.head_dim) * element;
   const size_t v_row = static_cast<size_t>(c.v_head_dim) * element;
-  // Everything that may throw first: the saved rows, the angles, a float row.
-  const size_t saved_bytes = heads * moved * (k_row + v_row);
-  uint8_t* saved = reinterpret_cast<uint8_t*>(s.overwritten.Get((saved_bytes + 3) / 4));
-  std::vector<float> angles, row(static_cast<size_t>(c.head_dim));
+  // Everything that may throw first: the angles, a float row, the saved rows.
   // Back by `dropped` slots: Hugging Face's rerotation_cos/sin, cos and sin
   // of (shifted - original) positions, without the attention factor.
   Rotation back = rotation != nullptr ? *rotation : Rotation{};
   back.attention_factor = 1.0;
   const int32_t shift = static_cast<int32_t>(-dropped);
-  if (rotation != nullptr) FillRotaryTable(back, 1, 0, &shift, &angles);
-
-  CopyRows(s.keys.get(), heads, max_length * k_row, k_row, keep, moved, saved, true);
-  CopyRows(s.values.get(), heads, max_length * v_row, v_row, keep, moved, saved + heads * moved * k_row,
-           true);
+  if (rotation != nullptr) {
+    FillRotaryTable(back, 1, 0, &shift, &s.room_angles);
+    s.room_row.resize(static_cast<size_t>(c.head_dim));
+  }
+  CopySlots(cache, keep, moved, true);
   const size_t kept = moved - static_cast<size_t>(dropped), from = keep + static_cast<size_t>(dropped);
   for (size_t head = 0; head < heads; ++head) {
     uint8_t* keys = s.keys.get() + head * max_length * k_row;
@@ -85,7 +70,7 @@ void KVCacheAccess::MakeRoom(KVCache& cache, int64_t new_keys, const Rotation* r
     std::memmove(values + keep * v_row, values + from * v_row, kept * v_row);
     if (rotation != nullptr) {
       RotateKeys(keys + keep * k_row, kept, static_cast<size_t>(c.head_dim), c.dtype, back,
-                 angles.data(), row.data());
+                 s.room_angles.data(), s.room_row.data());
     }
   }
   // Pad slots among the dropped are gone; the scratch half keeps the old counts.
@@ -105,15 +90,7 @@ void KVCacheAccess::UndoMakeRoom(KVCache& cache) {
   const KVCacheConfig& c = cache.config_;
   if (s.made_room == 0) return;
   const int64_t length = cache.length() + s.made_room;
-  const size_t keep = static_cast<size_t>(c.keep), moved = static_cast<size_t>(length) - keep;
-  const size_t heads = static_cast<size_t>(c.batch_size * c.num_kv_heads);
-  const size_t element = ElementSize(c.dtype), max_length = static_cast<size_t>(c.max_length);
-  const size_t k_row = static_cast<size_t>(c.head_dim) * element;
-  const size_t v_row = static_cast<size_t>(c.v_head_dim) * element;
-  uint8_t* saved = reinterpret_cast<uint8_t*>(s.overwritten.Get(0));
-  CopyRows(s.keys.get(), heads, max_length * k_row, k_row, keep, moved, saved, false);
-  CopyRows(s.values.get(), heads, max_length * v_row, v_row, keep, moved, saved + heads * moved * k_row,
-           false);
+  CopySlots(cache, static_cast<size_t>(c.keep), static_cast<size_t>(length - c.keep), false);
   std::copy(s.padding.get() + c.batch_size, s.padding.get() + 2 * c.batch_size, s.padding.get());
   s.made_room = 0;
   s.length.store(length, std::memory_order_release);

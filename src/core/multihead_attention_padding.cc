@@ -50,7 +50,10 @@ const ForwardOptions& WithCachePadding(const MultiheadAttentionConfig& c, const 
   }
   *padded = options;
   if (add_mask) {
-    s.mask.assign(N * T, 0);
+    // resize grows geometrically; assign may reallocate to the exact size,
+    // so at each decoding step (T grows by one).
+    s.mask.resize(N * T);
+    std::fill(s.mask.begin(), s.mask.end(), uint8_t{0});
     for (size_t n = 0; n < N; ++n) {
       std::fill_n(s.mask.begin() + n * T, std::min<size_t>(s.call_padding[n], T), 1);
     }

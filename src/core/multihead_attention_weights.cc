@@ -240,8 +240,7 @@ Status MultiheadAttention::Plan(const ShapeMap& tensors, const WeightOptions& op
 }
 
 Status MultiheadAttention::LoadPlanned(const Recipes& recipes, const ShapeMap& shapes,
-                                       const std::map<std::string, const float*>& sources,
-                                       const std::map<std::string, DType>& stored) {
+                                       const std::map<std::string, const float*>& sources) {
   // Everything is checked before anything loads: a bad checkpoint changes nothing.
   const std::string& prefix = recipes.message_prefix;
   std::map<std::string, TensorView> params;
@@ -256,8 +255,8 @@ Status MultiheadAttention::LoadPlanned(const Recipes& recipes, const ShapeMap& s
     seen.insert(name);
   }
   MHA_RETURN_IF_ERROR(MissingError(MissingParameters(seen), prefix));
-  // The weights' types (kAuto: as stored).
-  const auto [in_type, out_type] = WeightTypes(config_.weights_dtype, recipes.list, stored);
+  // The weights' types (kAuto: float32, as the tensors are given).
+  const auto [in_type, out_type] = WeightTypes(config_.weights_dtype, recipes.list, {});
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mutex);
   // All or nothing: everything that allocates comes first (throwing
@@ -294,7 +293,7 @@ Status MultiheadAttention::LoadStateDict(const std::map<std::string, TensorView>
       MHA_RETURN_IF_ERROR(CheckDimsAndData(name, tensor.shape, tensor.data));
       sources[name] = tensor.data;
     }
-    return LoadPlanned(recipes, shapes, sources, {});
+    return LoadPlanned(recipes, shapes, sources);
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("state_dict: not enough memory to assemble the parameters");
   }
@@ -318,19 +317,11 @@ Status MultiheadAttention::LoadSafetensors(const uint8_t* bytes, size_t size,
   return LoadSafetensors(file, options);
 }
 
-Status MultiheadAttention::WeightSources(const ShapeMap& tensors, const WeightOptions& options,
-                                         std::vector<std::string>* names) const {
-  Recipes recipes;
-  MHA_RETURN_IF_ERROR(Plan(tensors, options, &recipes));
-  const std::set<std::string> used = UsedTensors(recipes.list);
-  names->assign(used.begin(), used.end());
-  return Status::Ok();
-}
-
-
-// The state of a streamed load: the plan, the new projection weights being
-// filled, and only the fed tensors that an incomplete parameter still needs.
+// The state of a streamed load: the module that started it, the plan, the
+// new projection weights being filled, and only the fed tensors that an
+// incomplete parameter still needs.
 struct MultiheadAttention::StreamedLoad::State {
+  const MultiheadAttention* module;
   ShapeMap shapes;
   std::map<std::string, DType> dtypes;   // of the tensors to feed
   Recipes recipes;
@@ -344,10 +335,22 @@ struct MultiheadAttention::StreamedLoad::State {
 MultiheadAttention::StreamedLoad::StreamedLoad() = default;
 MultiheadAttention::StreamedLoad::~StreamedLoad() = default;
 
+namespace {
+
+// FeedLoad's and FinishLoad's error for a load this module has not started
+// or has finished.
+Status NoLoad() {
+  return Status::InvalidArgument(
+      "safetensors: no load started on this module (StartLoad), or it was finished already");
+}
+
+}  // namespace
+
 Status MultiheadAttention::StartLoad(const SafetensorsFile& file, const WeightOptions& options,
                                      StreamedLoad* out, std::vector<std::string>* names) const {
   try {
     auto s = std::make_unique<StreamedLoad::State>();
+    s->module = this;
     s->shapes = TensorShapes(file);
     MHA_RETURN_IF_ERROR(Plan(s->shapes, options, &s->recipes));
     std::set<std::string> params;
@@ -370,6 +373,7 @@ Status MultiheadAttention::StartLoad(const SafetensorsFile& file, const WeightOp
 
 Status MultiheadAttention::FeedLoad(StreamedLoad* load, const std::string& name,
                                     const uint8_t* data) const {
+  if (load->state_ == nullptr || load->state_->module != this) return NoLoad();
   StreamedLoad::State& s = *load->state_;
   if (!s.dtypes.count(name) || s.fed.count(name)) {
     return Status::InvalidArgument("safetensors: tensor '" + name +
@@ -432,6 +436,7 @@ Status MultiheadAttention::FeedLoad(StreamedLoad* load, const std::string& name,
 }
 
 Status MultiheadAttention::FinishLoad(StreamedLoad* load) {
+  if (load->state_ == nullptr || load->state_->module != this) return NoLoad();
   StreamedLoad::State& s = *load->state_;
   if (std::count(s.stored.begin(), s.stored.end(), false) != 0) {
     return Status::InvalidArgument("safetensors: the load was finished before every tensor "
@@ -448,10 +453,11 @@ Status MultiheadAttention::FinishLoad(StreamedLoad* load) {
     }
     m.weights = std::move(s.staged);
     m.loaded.swap(loaded);
-    return Status::Ok();
   } catch (const std::bad_alloc&) {
     return Status::OutOfMemory("safetensors: not enough memory to finish the load");
   }
+  load->state_.reset();  // its weights are the module's now
+  return Status::Ok();
 }
 
 }  // namespace mha

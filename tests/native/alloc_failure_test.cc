@@ -306,6 +306,28 @@ TEST(AllocCountTest, AStepOnAFullRingAllocatesNoMoreThanOneBefore) {
   }
 }
 
+// The same for a module's StreamingLLM cache: once full, each step makes
+// room (KVCacheAccess::MakeRoom: rows saved, moved and re-rotated) in
+// buffers the cache keeps.
+TEST(AllocCountTest, AStepOnAFullStreamingCacheAllocatesNoMoreThanOneBefore) {
+  for (const KVCacheDtype dtype : {KVCacheDtype::kFloat32, KVCacheDtype::kFloat16}) {
+    SCOPED_TRACE(mha::KVCacheDtypeName(dtype));
+    Twin t = MakeTwin(dtype, Kind::kStreaming);
+    const Call step{"step", 1, false, false};
+    mha::ForwardResult result;
+    std::vector<long> allocations;
+    for (int i = 0; i < 40; ++i) {  // full from step 27 on
+      const std::vector<float> x = RandomVector(kE, 70 + i);
+      const long before = g_allocations.load();
+      ASSERT_TRUE(RunCall(t, step, {x.data(), {1, 1, kE}}, &result).ok());
+      allocations.push_back(g_allocations.load() - before);
+    }
+    for (int i = 30; i < 40; ++i) {
+      EXPECT_LE(allocations[i], allocations[20]) << "step " << i << " on the full cache";
+    }
+  }
+}
+
 // Parameters by state_dict name.
 using Params = std::map<std::string, std::vector<float>>;
 

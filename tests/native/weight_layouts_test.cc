@@ -211,17 +211,18 @@ TEST(LayoutDetection, TorchNamesTheConfigurationLacksAreErrors) {
   EXPECT_TRUE(m->LoadStateDict(d.views).ok());
 }
 
-TEST(LayoutDetection, WeightSourcesAreTheTensorsRead) {
+TEST(LayoutDetection, StreamedLoadsNameTheTensorsRead) {
   LayoutFixture f;
   ASSERT_TRUE(mha_test::LoadLayoutFixture("gpt2_causal", &f).ok());
   auto m = Module(16, 2);
   std::vector<std::string> names;
-  ASSERT_TRUE(m->WeightSources(f.Shapes(), {"transformer.h.1.attn."}, &names).ok());
+  MultiheadAttention::StreamedLoad load;
+  ASSERT_TRUE(m->StartLoad(f.file, {"transformer.h.1.attn."}, &load, &names).ok());
   EXPECT_EQ(names, std::vector<std::string>({"transformer.h.1.attn.c_attn.bias",
                                              "transformer.h.1.attn.c_attn.weight",
                                              "transformer.h.1.attn.c_proj.bias",
                                              "transformer.h.1.attn.c_proj.weight"}));
-  ExpectError(m->WeightSources(f.Shapes(), {"transformer.h.1."}, &names),
+  ExpectError(m->StartLoad(f.file, {"transformer.h.1."}, &load, &names),
               {"nearest prefixes holding an attention module: 'transformer.h.1.attn.' (gpt2)"});
 }
 
@@ -270,6 +271,22 @@ TEST(LayoutDetection, StreamedLoadsChangeNothingUntilFinished) {
   ForwardResult a, b;
   ASSERT_TRUE(streamed->Forward(query, query, query, fo, &a).ok());
   ASSERT_TRUE(planned->Forward(query, query, query, fo, &b).ok());
+  EXPECT_EQ(a.output.data, b.output.data);
+
+  // A finished load is over: finishing or feeding it again, feeding a load
+  // never started or one another module started, are errors that change
+  // nothing.
+  ExpectError(streamed->FinishLoad(&load), {"no load started on this module"});
+  ExpectError(streamed->FeedLoad(&load, names[0], f.file.tensors.at(names[0]).data),
+              {"no load started on this module"});
+  MultiheadAttention::StreamedLoad never_started;
+  ExpectError(streamed->FinishLoad(&never_started), {"no load started on this module"});
+  MultiheadAttention::StreamedLoad others;
+  ASSERT_TRUE(planned->StartLoad(f.file, o, &others, &names).ok());
+  ExpectError(streamed->FeedLoad(&others, names[0], f.file.tensors.at(names[0]).data),
+              {"no load started on this module"});
+  ExpectError(streamed->FinishLoad(&others), {"no load started on this module"});
+  ASSERT_TRUE(streamed->Forward(query, query, query, fo, &a).ok());
   EXPECT_EQ(a.output.data, b.output.data);
 }
 
