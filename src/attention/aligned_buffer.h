@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <memory>
 #include <new>
+#include <utility>
 
 #include "hwy/aligned_allocator.h"  // HWY_ALIGNMENT
 
@@ -12,6 +13,16 @@ namespace mha {
 
 class AlignedBuffer {
  public:
+  AlignedBuffer() = default;
+  // A moved-from buffer is empty: its next Get allocates.
+  AlignedBuffer(AlignedBuffer&& other) noexcept
+      : data_(std::move(other.data_)), capacity_(std::exchange(other.capacity_, 0)) {}
+  AlignedBuffer& operator=(AlignedBuffer&& other) noexcept {
+    data_ = std::move(other.data_);
+    capacity_ = std::exchange(other.capacity_, 0);
+    return *this;
+  }
+
   // Returns at least n floats (contents unspecified). Throws std::bad_alloc.
   // Memory comes from the aligned operator new, like every other allocation
   // of a call, so one replacement of it (tests/native/alloc_failure_test.cc)
