@@ -210,6 +210,31 @@ test('a worker ended mid-call rejects the calls pending with an MHAError; the ne
   assert.equal((await again.forward(QUERY, QUERY, QUERY)).output.data.length, 3 * E);
 });
 
+// Its first forward arrives in the worker unreadable (helpers/proxy_unreadable_worker.js); this
+// test fails in 10 s where that call would wait for good.
+test('a message the worker cannot read rejects its call with an MHAError; the next call starts afresh', async () => {
+  const env = { ...nodeEnv, startWorker: (script) => nodeEnv.startWorker({ ...script,
+    url: new URL('./helpers/proxy_unreadable_worker.js', import.meta.url).href }) };
+  const lossy = await startProxy({}, FILES, env);
+  try {
+    const mha = lossy.createMultiheadAttention(CONFIG);
+    await mha.loadStateDict(WEIGHTS);
+    let timer;
+    const stalled = new Promise((resolve) => { timer = setTimeout(resolve, 10_000, 'stalled'); });
+    const outcome = await Promise.race([mha.forward(QUERY, QUERY, QUERY).then(() => 'resolved', (error) => error),
+      stalled]);
+    clearTimeout(timer);
+    assert.ok(outcome instanceof MHAError, String(outcome));
+    assert.match(outcome.message, /the engine's worker stopped \(.*could not be read\)/);
+    // (Not a forward: the new worker loses its first one too.)
+    const again = lossy.createMultiheadAttention(CONFIG);
+    await again.loadStateDict(WEIGHTS);
+    assert.ok((await lossy.heapInfo()).inUseBytes > 0);
+  } finally {
+    lossy.terminate();
+  }
+});
+
 // A value as both modes can compare it: arrays' contents, caches as 'a cache'.
 function summary(value) {
   if (ArrayBuffer.isView(value)) return Array.from(value);

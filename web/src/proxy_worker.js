@@ -165,9 +165,16 @@ export function serveEngine(port, env, files = null) {
     port.postMessage(reply, buffersIn(reply.value));
   };
   let queue = Promise.resolve();
-  port.onmessage = ({ data }) => {
-    queue = queue.then(() => handle(data)).catch((error) => setTimeout(() => { throw error; }));
+  const enqueue = (work) => {
+    queue = queue.then(work).catch((error) => setTimeout(() => { throw error; }));
   };
+  port.onmessage = ({ data }) => enqueue(() => handle(data));
+  // A message this thread could not read (a browser may fail to deserialize one, out of memory)
+  // would leave its call unanswered for good: it fails the loop instead, after the calls sent
+  // before it, as the client's onmessageerror does for a reply.
+  port.onmessageerror = () => enqueue(() => {
+    throw new MHAError('the proxy worker received a message that could not be read');
+  });
   port.postMessage({ op: 'started' });
 }
 

@@ -9,4 +9,7 @@ serveEngine({
   set onmessage(listener) {
     parentPort.on('message', (data) => listener({ data }));
   },
+  set onmessageerror(listener) {
+    parentPort.on('messageerror', listener);
+  },
 }, env, env.fileUrls());
