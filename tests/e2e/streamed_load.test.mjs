@@ -46,6 +46,7 @@ const SHARDS = [
   [['attn.out_proj.weight', [E, E], 2e-3], ['attn.out_proj.bias', [E], 0.01], ['other.bias', UNUSED, 0.5]],
 ];
 const LARGEST = 3 * E * E * 4;
+const TENSORS_READ = SHARDS.flat().filter(([name]) => name.startsWith('attn.')).length;
 
 useTestPage('/tests/e2e/pages/streamed_load.html', { tests: true, ready: titledReady }, (ctx) => {
   let server;
@@ -97,7 +98,10 @@ useTestPage('/tests/e2e/pages/streamed_load.html', { tests: true, ready: titledR
     assert.ok(peak <= r.memory + LARGEST + spare && (r.jsRise ?? 0) <= LARGEST + spare,
       `${which}: the heaps rose ${r.heapRise} (WASM) + ${r.jsRise} (the page's JS) bytes, for ` +
       `${r.memory} of weights and a ${LARGEST}-byte tensor`);
-    assert.ok(r.monotone && r.events > 10, `${r.events} progress events, monotone: ${r.monotone}`);
+    // One event once the total is known, then at least one per tensor read: how many more depends
+    // on the chunks the browser hands over (WebKit through the proxy gave 9 for 151 MB, as the
+    // stream buffers while the worker takes a tensor).
+    assert.ok(r.monotone && r.events >= 1 + TENSORS_READ, `${r.events} progress events, monotone: ${r.monotone}`);
     assert.equal(r.loaded, r.total);
     // Each shard is read up to its last tensor used; the unused one after it is not.
     assert.equal(r.total, files.reduce((n, file) => n + file.length, 0) - 2 * UNUSED_BYTES);
