@@ -42,7 +42,10 @@ TEST(ThreadPoolTest, ManyCallsReuseTheSameThreads) {
 
 // Items are claimed one by one: while the calling thread is stuck in its
 // first item, the worker takes all the others instead of waiting for a
-// fixed half to be handed to it.
+// fixed half to be handed to it. The caller stays stuck until the worker has
+// done them, however late it wakes (a loaded machine may hold a thread back
+// longer than any fixed sleep), or for 20 s: a pool that hands out fixed
+// halves leaves the caller its half and fails then.
 TEST(ThreadPoolTest, AStalledThreadLeavesItsShareToTheOthers) {
   mha::ThreadPool pool(2);
   constexpr size_t kItems = 40;
@@ -50,7 +53,11 @@ TEST(ThreadPoolTest, AStalledThreadLeavesItsShareToTheOthers) {
   std::atomic<bool> stalled{false};
   pool.ParallelFor(kItems, [&](size_t begin, size_t end, size_t thread) {
     if (thread == 0 && !stalled.exchange(true)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (by_thread[1].load() < kItems - (end - begin) &&
+             std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
     }
     by_thread[thread] += end - begin;
   });
