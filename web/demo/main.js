@@ -386,7 +386,11 @@ byId('weights-file').addEventListener('change', (event) => {
 });
 byId('mask-clear').addEventListener('click', () => painter.clear());
 // A forward cannot be interrupted inside WASM: stopping ends the worker; the next run starts a new one.
+// Stop also drops the run queued behind the stopped one (Run pressed or a setting changed meanwhile),
+// which would otherwise start the same long forward again.
 byId('stop').addEventListener('click', () => {
+  runAgain = false;
+  clearTimeout(debounceTimer);
   stopEngine();
   decodeView.reset();
 });
