@@ -84,9 +84,9 @@ forEachBrowser((ctx) => {
               fixtureRequest(FIXTURE));
             assertMatchesFixture({ output: tensor(result.output), weights: tensor(result.weights) }, FIXTURE);
 
-            const { ms, ticks } = await page.evaluate(async () => (await window.app).ticksDuringForward());
+            const { ms, ticks, length } = await page.evaluate(async () => (await window.app).ticksDuringForward());
             t.diagnostic(`${browser.label}, ${name}, ${isolated ? 'isolated' : 'not isolated'}: ${info.build}, ` +
-                         `${info.threads} threads, a ${ms.toFixed(0)} ms forward, ${ticks} timer ticks meanwhile`);
+                         `${info.threads} threads, a ${ms.toFixed(0)} ms forward of ${length} tokens, ${ticks} timer ticks meanwhile`);
             assert.ok(ms >= 100, `the forward took ${ms} ms, too short to tell`);
             assert.ok(ticks >= 5, `the page's 10 ms timer fired ${ticks} times during a ${ms} ms forward`);
             assert.deepEqual(page.errors(since), []);
