@@ -34,7 +34,10 @@ export function prepareApp(name, dir, tarball) {
   return app;
 }
 
-// Starts `args` in `app` and resolves with its URL once it listens on `port`.
+// Starts `args` in `app` and resolves with its URL once it listens on `port`; rejects with its
+// output when it exits first or has not answered in STARTUP_MS (and then stops polling, which
+// would keep this process alive).
+const STARTUP_MS = 120_000;
 function startServer(app, command, args, port, env = {}) {
   const child = spawn(process.execPath, [command, ...args], {
     cwd: app, env: { ...QUIET_ENV, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
@@ -42,16 +45,28 @@ function startServer(app, command, args, port, env = {}) {
   let output = '';
   const url = `http://127.0.0.1:${port}/`;
   return new Promise((resolve, reject) => {
+    let settled = false;
+    const settle = (fn, value) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      fn(value);
+    };
+    const fail = (message) => {
+      child.kill();
+      settle(reject, new Error(`${command} ${message}:\n${output}`));
+    };
+    const timer = setTimeout(() => fail(`did not answer at ${url} in ${STARTUP_MS / 1000} s`), STARTUP_MS);
     const onData = (data) => { output += data; };
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
-    child.on('exit', (code) => reject(new Error(`${command} exited (${code}):\n${output}`)));
+    child.on('exit', (code) => { if (!settled) fail(`exited (${code})`); });
     const poll = async () => {
       try {
         await fetch(url);
-        resolve({ url, pid: child.pid, output: () => output, stop: () => child.kill() });
+        settle(resolve, { url, pid: child.pid, output: () => output, stop: () => child.kill() });
       } catch {
-        setTimeout(poll, 200);
+        if (!settled) setTimeout(poll, 200);
       }
     };
     poll();
