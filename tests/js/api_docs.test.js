@@ -3,7 +3,7 @@
 // the guides' in readme_examples.test.js.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { apiPage } from '../../scripts/api_docs.mjs';
@@ -16,11 +16,13 @@ test('docs/api.md is what TypeDoc makes of web/index.d.ts', () => {
     'docs/api.md is stale: run node scripts/api_docs.mjs');
 });
 
-test('an export without a doc comment fails the build of the reference, naming it', () => {
+test('an export without a doc comment fails the build of the reference, naming it', (t) => {
   const types = readFileSync(join(ROOT, 'web', 'index.d.ts'), 'utf8');
   const stripped = types.replace(/\/\*\* What \{@link MHALibrary\.heapInfo\} resolves to\. \*\/\n/, '');
   assert.notEqual(stripped, types);
-  const entry = join(mkdtempSync(join(tmpdir(), 'mha-types-')), 'index.d.ts');
+  const dir = mkdtempSync(join(tmpdir(), 'mha-types-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const entry = join(dir, 'index.d.ts');
   writeFileSync(entry, stripped);
   const { ok, log } = apiPage(entry);
   assert.equal(ok, false);
