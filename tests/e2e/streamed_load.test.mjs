@@ -1,9 +1,10 @@
 // A checkpoint of a few hundred MB in two shards, generated here (not committed) and served over
 // HTTP, loaded in each browser from fetch() Responses (docs/design.md, "Loading large checkpoints
 // in a page"): the heap peaks at the weights plus the largest tensor (+ 5 %), measured as the rise
-// of the WASM heap's top (sbrk: dlmalloc never gives memory back, so the top is a high-water mark)
-// plus, in Chromium, the largest rise of the JS heap held (performance.memory after a gc(),
-// sampled during the load; elsewhere the JS heap is not measured); progress is monotone to its total; the unused tensor closing each shard is never read;
+// of the WASM heap's top (sbrk: dlmalloc never gives memory back, so the top is a high-water mark),
+// and in Chromium the page's JS heap holds no tensor (the largest rise held, performance.memory
+// after a gc(), sampled during the load, within JS_SPARE; elsewhere the JS heap is not measured);
+// progress is monotone to its total; the unused tensor closing each shard is never read;
 // and a load aborted halfway leaves the module's outputs and memory as they were. The page's default
 // library (the proxy: the page's thread reads, the worker's core loads; the threaded build where
 // the browser shares memory) loads the same weights, with the worker's heap at the same peak and
@@ -46,6 +47,11 @@ const SHARDS = [
   [['attn.out_proj.weight', [E, E], 2e-3], ['attn.out_proj.bias', [E], 0.01], ['other.bias', UNUSED, 0.5]],
 ];
 const LARGEST = 3 * E * E * 4;
+// What the page's JS heap may hold beyond the tensor the proxy hands over: the chunk being read and
+// what the engine keeps around a load (code it compiles, objects a gc() leaves), which varies from
+// run to run and is not the package's; less than the next tensor (E * E floats), so a page that
+// held a second tensor, or the read chunks of one, still fails.
+const JS_SPARE = 32 * 2 ** 20;
 const TENSORS_READ = SHARDS.flat().filter(([name]) => name.startsWith('attn.')).length;
 
 useTestPage('/tests/e2e/pages/streamed_load.html', { tests: true, ready: titledReady }, (ctx) => {
@@ -90,14 +96,14 @@ useTestPage('/tests/e2e/pages/streamed_load.html', { tests: true, ready: titledR
     const { output, ...rest } = r;
     t.diagnostic(JSON.stringify(rest));
     assert.equal(r.memory, 4 * (4 * E * E + 4 * E));
-    // The peak: in-thread, the WASM heap's plus (Chromium) the page's JS heap's largest rise held;
-    // through the proxy, the worker's WASM heap's, and the page holds one tensor's bytes (each read
-    // into a buffer of its own, then handed over to the worker), with the same 5 % to spare.
-    const spare = (r.memory + LARGEST) * 0.05;
-    const peak = r.heapRise + (which === 'inThread' ? r.jsRise ?? 0 : 0);
-    assert.ok(peak <= r.memory + LARGEST + spare && (r.jsRise ?? 0) <= LARGEST + spare,
-      `${which}: the heaps rose ${r.heapRise} (WASM) + ${r.jsRise} (the page's JS) bytes, for ` +
-      `${r.memory} of weights and a ${LARGEST}-byte tensor`);
+    // The peak: the WASM heap's (in-thread the page's, through the proxy the worker's), with 5 % to
+    // spare; the page's JS heap (Chromium) holds no tensor in-thread (chunks go straight to the WASM
+    // heap) and one through the proxy (each read into a buffer of its own, then handed over).
+    assert.ok(r.heapRise <= (r.memory + LARGEST) * 1.05,
+      `${which}: the WASM heap rose ${r.heapRise} bytes, for ${r.memory} of weights and a ${LARGEST}-byte tensor`);
+    const tensorsHeld = which === 'inThread' ? 0 : LARGEST;
+    assert.ok((r.jsRise ?? 0) <= tensorsHeld + JS_SPARE,
+      `${which}: the page's JS heap rose ${r.jsRise} bytes, for ${tensorsHeld} bytes of tensors held`);
     // One event once the total is known, then at least one per tensor read: how many more depends
     // on the chunks the browser hands over (WebKit through the proxy gave 9 for 151 MB, as the
     // stream buffers while the worker takes a tensor).
