@@ -86,7 +86,7 @@ export interface LibraryInfo {
   relaxedSimd: boolean;
   /** Highway's target name: 'WASM'. */
   target: string;
-  /** The GEMM register tile chosen for this host at load: '4x2v' (x86), '8x2v' (ARM). */
+  /** The GEMM register tile chosen for this host at load: '2x4v' (x86), '8x2v' (ARM). */
   gemmTile: string;
   /** Whether the engine runs in the package's own Worker. */
   proxy: boolean;

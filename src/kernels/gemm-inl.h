@@ -34,37 +34,46 @@ inline size_t GemmPanelWidth() {
   return 2 * hn::Lanes(d);
 }
 
-// f32_gemm_<kRows>x2v: up to kRows rows of A against one packed panel.
+// f32_gemm_<kRows>x<2 kPanels>v: up to kRows rows of A against kPanels
+// adjacent packed panels, the second `next` floats past the first (weights
+// and bias alike: `bias_next`), `cols` columns of C in all.
 // HWY_INLINE: GCC stopped inlining it into GemmTileRows once RegisterTile
 // took a step lambda, and the AVX2 GEMM lost speed.
 // The tile stores whole vectors only, those of a panel past C's last column
-// (cols < width) to `edge`, copied to C once the tile is done: a call (the
-// memcpy of StoreRow's partial rows) where accumulators are live makes
-// SpiderMonkey keep them in stack slots, which its register allocator then
-// writes at every multiply-add of the k loop, even when no call is made.
-template <size_t kRows>
+// (cols < kPanels * width) to `edge`, copied to C once the tile is done: a
+// call (the memcpy of StoreRow's partial rows) where accumulators are live
+// makes SpiderMonkey keep them in stack slots, which its register allocator
+// then writes at every multiply-add of the k loop, even when no call is made.
+template <size_t kRows, size_t kPanels = 1>
 HWY_INLINE void GemmPanel(const float* a, size_t lda, size_t rows, const float* panel,
-                          const float* bias, size_t k, float* c, size_t ldc, size_t cols) {
+                          size_t next, const float* bias, size_t bias_next, size_t k, float* c,
+                          size_t ldc, size_t cols) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const size_t lanes = hn::Lanes(d);
-  const size_t width = 2 * lanes;
+  const size_t width = 2 * lanes, row_width = kPanels * width;
   const float* a_rows[kRows];
   TileRowPointers<kRows>(a, lda, rows, a_rows);
-  HWY_ALIGN float edge[kRows * 2 * hn::MaxLanes(d)];
-  const bool whole = cols == width;
-  RegisterTile<kRows>(
+  HWY_ALIGN float edge[kRows * kPanels * 2 * hn::MaxLanes(d)];
+  const bool whole = cols == row_width;
+  RegisterTile<kRows, kPanels>(
       d, a_rows, 1, panel, width, k,
-      [&](size_t, size_t half) { return hn::LoadU(d, bias + half * lanes); },
-      [&](size_t r, V c0, V c1) {
-        float* out = whole ? c + r * ldc : edge + r * width;
+      [&](size_t pair, size_t half) {
+        return hn::LoadU(d, bias + pair % kPanels * bias_next + half * lanes);
+      },
+      [&](size_t pair, V c0, V c1) {
+        const size_t r = pair / kPanels, col = pair % kPanels * width;
+        float* out = (whole ? c + r * ldc : edge + r * row_width) + col;
         if (r < rows) {
           hn::StoreU(c0, d, out);
           hn::StoreU(c1, d, out + lanes);
         }
-      });
+      },
+      next);
   if (!whole) {
-    for (size_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, edge + r * width, cols * sizeof(float));
+    for (size_t r = 0; r < rows; ++r) {
+      std::memcpy(c + r * ldc, edge + r * row_width, cols * sizeof(float));
+    }
   }
 }
 
@@ -128,6 +137,10 @@ HWY_INLINE void GemvRows(const float* a, size_t lda, size_t rows, const PanelVie
   }
 }
 
+// Panels per register tile: the 2-row tile runs over two adjacent panels
+// (2x4v), the others over one.
+constexpr size_t TilePanels(size_t tile_rows) { return tile_rows == 2 ? 2 : 1; }
+
 // kernels::PlanGemm under the tile of tile_rows rows: the one place that
 // decides which rows run which kernel and the scratch that follows.
 inline kernels::GemmPlan PlanGemm(const kernels::PanelLayout& layout, size_t rows,
@@ -136,10 +149,12 @@ inline kernels::GemmPlan PlanGemm(const kernels::PanelLayout& layout, size_t row
   plan.layout = layout;
   plan.rows = rows;
   plan.tile_rows = tile_rows;
-  const size_t tail = rows % tile_rows;
+  // A block of one or two rows (a decoding step's) runs the GEMV under
+  // every tile, 2x4v's too.
+  const size_t tail = rows <= 2 ? rows : rows % tile_rows;
   plan.gemv_rows = tail <= 2 ? tail : 0;
   const bool widen = layout.type != kernels::WeightType::kFloat32 && plan.tiled_rows() != 0;
-  plan.quantized_offset = widen ? layout.k * layout.width : 0;
+  plan.quantized_offset = widen ? TilePanels(tile_rows) * layout.k * layout.width : 0;
   plan.quantized_size = layout.type == kernels::WeightType::kInt8 ? QuantizedRowSize(layout.k) : 0;
   plan.scratch = plan.quantized_offset + plan.gemv_rows * plan.quantized_size;
   return plan;
@@ -147,10 +162,11 @@ inline kernels::GemmPlan PlanGemm(const kernels::PanelLayout& layout, size_t row
 
 // The block of `plan` at row_begin x columns [col_begin, col_end) of C from
 // packed B with weights of type W, register tiles of kRows (plan.tile_rows)
-// rows. Each panel of 16-bit or int8 weights is widened into `scratch` once
-// for the tiles of every row (the GEMV rows read it as stored); int8's GEMV
-// rows are quantized once for every panel.
-template <size_t kRows, class W>
+// rows over kPanels adjacent panels (a last panel without its neighbour:
+// over one). Each panel of 16-bit or int8 weights is widened into `scratch`
+// once for the tiles of every row (the GEMV rows read it as stored); int8's
+// GEMV rows are quantized once for every panel.
+template <size_t kRows, size_t kPanels, class W>
 inline void GemmTileRows(const kernels::GemmPlan& plan, const float* a, size_t lda,
                          const uint8_t* packed, size_t n, float* c, size_t ldc, size_t row_begin,
                          size_t col_begin, size_t col_end, float* scratch) {
@@ -164,31 +180,50 @@ inline void GemmTileRows(const kernels::GemmPlan& plan, const float* a, size_t l
                                  scratch + plan.quantized_offset + r * plan.quantized_size);
     }
   }
-  for (size_t col0 = col_begin; col0 < col_end; col0 += width) {
+  constexpr size_t kShortRows = kRows < 4 ? kRows : 4;
+  const size_t limit = col_end < n ? col_end : n;
+  for (size_t col0 = col_begin; col0 < col_end; col0 += kPanels * width) {
+    const size_t cols = limit - col0 < kPanels * width ? limit - col0 : kPanels * width;
+    // The panel at col0 and, when `pair`, the next one.
+    const bool pair = kPanels == 2 && cols > width;
     const PanelView<W> view = PanelAt<W>(packed, layout, col0 / width);
-    const float* panel = tiled_end != row_begin ? WidenPanel(view, k, scratch) : nullptr;
-    const size_t limit = col_end < n ? col_end : n;
-    const size_t cols = limit - col0 < width ? limit - col0 : width;
+    const PanelView<W> view1 = pair ? PanelAt<W>(packed, layout, col0 / width + 1) : view;
+    const float* panel = nullptr;
+    size_t next = 0;
+    if (tiled_end != row_begin) {
+      panel = WidenPanel(view, k, scratch);
+      if (pair) next = WidenPanel(view1, k, scratch + k * width) - panel;
+    }
+    const size_t bias_next = view1.bias - view.bias;
     for (size_t row = row_begin; row < tiled_end; row += kRows) {
       const size_t rows = tiled_end - row < kRows ? tiled_end - row : kRows;
-      if (rows <= 4) {
-        GemmPanel<4>(a + row * lda, lda, rows, panel, view.bias, k, c + row * ldc + col0, ldc,
-                     cols);
+      const float* a_row = a + row * lda;
+      float* c_row = c + row * ldc + col0;
+      if (pair) {
+        GemmPanel<kRows, kPanels>(a_row, lda, rows, panel, next, view.bias, bias_next, k, c_row,
+                                  ldc, cols);
+      } else if (rows <= kShortRows) {
+        GemmPanel<kShortRows>(a_row, lda, rows, panel, 0, view.bias, 0, k, c_row, ldc, cols);
       } else {
-        GemmPanel<kRows>(a + row * lda, lda, rows, panel, view.bias, k, c + row * ldc + col0, ldc,
-                         cols);
+        GemmPanel<kRows>(a_row, lda, rows, panel, 0, view.bias, 0, k, c_row, ldc, cols);
       }
     }
     if (plan.gemv_rows != 0) {
-      GemvRows(a + tiled_end * lda, lda, plan.gemv_rows, view, k, c + tiled_end * ldc + col0, ldc,
-               cols, quantized);
+      const float* a_gemv = a + tiled_end * lda;
+      float* c_gemv = c + tiled_end * ldc + col0;
+      GemvRows(a_gemv, lda, plan.gemv_rows, view, k, c_gemv, ldc, pair ? width : cols,
+               quantized);
+      if (pair) {
+        GemvRows(a_gemv, lda, plan.gemv_rows, view1, k, c_gemv + width, ldc, cols - width,
+                 quantized);
+      }
     }
   }
 }
 
 // The micro-kernel for weights of `type` and tiles of `tile_rows` rows (one
 // of kernels::kGemmTileRows, from the plan): the one place that picks it. GemmTile calls it
-// through the pointer, so no compiler puts the twelve kernels in one function:
+// through the pointer, so no compiler puts the sixteen kernels in one function:
 // binaryen's inliner did (emcc's wasm-opt -O3 inlines a function with one
 // caller whatever its size), and V8 compiled that 58 KB function with its
 // mid-tier register allocator, which made its tiles slower
@@ -196,9 +231,10 @@ inline void GemmTileRows(const kernels::GemmPlan& plan, const float* a, size_t l
 template <class W>
 kernels::GemmTileFn GemmKernelOfRows(size_t tile_rows) {
   switch (tile_rows) {
-    case 4: return &GemmTileRows<4, W>;
-    case 6: return &GemmTileRows<6, W>;
-    default: return &GemmTileRows<8, W>;
+    case 2: return &GemmTileRows<2, TilePanels(2), W>;
+    case 4: return &GemmTileRows<4, TilePanels(4), W>;
+    case 6: return &GemmTileRows<6, TilePanels(6), W>;
+    default: return &GemmTileRows<8, TilePanels(8), W>;
   }
 }
 

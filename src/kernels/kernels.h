@@ -42,9 +42,9 @@ struct GemmPlan {
   // thrown away).
   size_t gemv_rows = 0;
   // Floats of scratch: at 0, 16-bit and int8 panels widened to float32 for
-  // the tiles (k * width, none without tiles or for float32 weights); at
-  // quantized_offset, int8's GEMV rows quantized to int16 (gemv-inl.h's
-  // QuantizeRow), quantized_size floats each.
+  // the tiles (k * width for each panel a tile reads, none without tiles or
+  // for float32 weights); at quantized_offset, int8's GEMV rows quantized to
+  // int16 (gemv-inl.h's QuantizeRow), quantized_size floats each.
   size_t quantized_offset = 0;
   size_t quantized_size = 0;
   size_t scratch = 0;
@@ -72,9 +72,10 @@ using GemmTileFn = void (*)(const GemmPlan& plan, const float* a, size_t lda,
                             const uint8_t* packed, size_t n, float* c, size_t ldc,
                             size_t row_begin, size_t col_begin, size_t col_end, float* scratch);
 
-// The GEMM register tiles every target compiles, by rows of A: f32_gemm_4x2v,
-// 6x2v, 8x2v (rows of A x vectors of columns of a packed panel).
-constexpr size_t kGemmTileRows[] = {4, 6, 8};
+// The GEMM register tiles every target compiles, by rows of A: f32_gemm_2x4v
+// (over two adjacent packed panels), 4x2v, 6x2v, 8x2v (over one): rows of A
+// x vectors of columns.
+constexpr size_t kGemmTileRows[] = {2, 4, 6, 8};
 
 // Rows of the tile PlanGemm plans: the one chosen for this CPU and target
 // (kernels.cc), unless SetGemmTileRows forced another.
@@ -85,7 +86,7 @@ size_t GemmTileRows();
 // the plans made after it.
 void SetGemmTileRows(size_t tile_rows);
 
-// "4x2v", "6x2v" or "8x2v" for one of kGemmTileRows.
+// "2x4v", "4x2v", "6x2v" or "8x2v" for one of kGemmTileRows.
 const char* GemmTileName(size_t tile_rows);
 
 // ---- Attention for one (batch, head): softmax(Q K^T * scale + masks) V. ----

@@ -56,8 +56,8 @@ HWY_INLINE void StoreRow(D d, V acc0, V acc1, size_t cols, float* HWY_RESTRICT c
 #define MHA_TILE_ROWS 4
 #endif
 constexpr size_t kTileRows = MHA_TILE_ROWS;
-// Rows RegisterTile can hold.
-constexpr size_t kMaxTileRows = 8;
+// Pairs of accumulators (rows times panels) RegisterTile can hold.
+constexpr size_t kMaxTilePairs = 8;
 
 // Missing rows (rows < kRows) repeat the last row: they are computed and
 // never stored.
@@ -73,37 +73,54 @@ HWY_INLINE void MulAddRow(D d, const float* a, V b0, V b1, V& c0, V& c1) {
   c1 = FusedMulAdd(av, b1, c1);
 }
 
-// Half `half` of row kRow's accumulators: init's for a row of the tile, zero
-// (never used) past it.
-template <size_t kRow, size_t kRows, class D, class Init>
-HWY_INLINE hn::Vec<D> InitRow(D d, const Init& init, size_t half) {
-  if constexpr (kRow < kRows) {
-    return init(kRow, half);
+// The same against four vectors (two panels) from one broadcast.
+template <class D, class V>
+HWY_INLINE void MulAddRow(D d, const float* a, V b0, V b1, V b2, V b3, V& c0, V& c1, V& c2,
+                          V& c3) {
+  const V av = hn::Set(d, *a);
+  c0 = FusedMulAdd(av, b0, c0);
+  c1 = FusedMulAdd(av, b1, c1);
+  c2 = FusedMulAdd(av, b2, c2);
+  c3 = FusedMulAdd(av, b3, c3);
+}
+
+// Half `half` of pair kPair's accumulators: init's for a pair of the tile,
+// zero (never used) past it.
+template <size_t kPair, size_t kPairs, class D, class Init>
+HWY_INLINE hn::Vec<D> InitPair(D d, const Init& init, size_t half) {
+  if constexpr (kPair < kPairs) {
+    return init(kPair, half);
   } else {
     return hn::Zero(d);
   }
 }
 
-// Row r (< kRows <= kMaxTileRows) of the tile starts as (init(r, 0),
-// init(r, 1)), gains sum_kk a[r][kk * a_stride] * (B[kk][0, lanes),
-// B[kk][lanes, 2 lanes)) with B[kk] = b + kk * ldb, and goes to
-// store(r, c0, c1). Named accumulators, not arrays: SVE vectors are sizeless;
-// rows from kRows on are never initialised, read or stored, and compile away.
-template <size_t kRows = kTileRows, class D, class Init, class Store>
+// Row r (< kRows) of the tile gains sum_kk a[r][kk * a_stride] * B[kk] with
+// B[kk] = b + kk * ldb, in kPanels pairs of accumulators: pair s = r *
+// kPanels + p holds the two vectors of columns at B[kk] + p * next (with
+// kPanels 2, `next` floats on: the adjacent panel). Pair s starts as
+// (init(s, 0), init(s, 1)) and goes to store(s, c0, c1). Two panels halve
+// the broadcasts per multiply-add, which JavaScriptCore builds in three
+// instructions where the load has an offset (k steps 2 to 4 below).
+// Named accumulators, not arrays: SVE vectors are sizeless; pairs from
+// kRows * kPanels on are never initialised, read or stored, and compile away.
+template <size_t kRows = kTileRows, size_t kPanels = 1, class D, class Init, class Store>
 HWY_INLINE void RegisterTile(D d, const float* const a[kRows], size_t a_stride,
                              const float* HWY_RESTRICT b, size_t ldb, size_t k, const Init& init,
-                             const Store& store) {
-  static_assert(kRows >= 1 && kRows <= kMaxTileRows, "RegisterTile holds 1 to 8 rows");
+                             const Store& store, size_t next = 0) {
+  constexpr size_t kPairs = kRows * kPanels;
+  static_assert(kPanels == 1 || kPanels == 2, "RegisterTile reads one or two panels");
+  static_assert(kRows >= 1 && kPairs <= kMaxTilePairs, "RegisterTile holds 1 to 8 pairs");
   using V = hn::Vec<D>;
   const size_t lanes = hn::Lanes(d);
-  V c00 = InitRow<0, kRows>(d, init, 0), c01 = InitRow<0, kRows>(d, init, 1);
-  V c10 = InitRow<1, kRows>(d, init, 0), c11 = InitRow<1, kRows>(d, init, 1);
-  V c20 = InitRow<2, kRows>(d, init, 0), c21 = InitRow<2, kRows>(d, init, 1);
-  V c30 = InitRow<3, kRows>(d, init, 0), c31 = InitRow<3, kRows>(d, init, 1);
-  V c40 = InitRow<4, kRows>(d, init, 0), c41 = InitRow<4, kRows>(d, init, 1);
-  V c50 = InitRow<5, kRows>(d, init, 0), c51 = InitRow<5, kRows>(d, init, 1);
-  V c60 = InitRow<6, kRows>(d, init, 0), c61 = InitRow<6, kRows>(d, init, 1);
-  V c70 = InitRow<7, kRows>(d, init, 0), c71 = InitRow<7, kRows>(d, init, 1);
+  V c00 = InitPair<0, kPairs>(d, init, 0), c01 = InitPair<0, kPairs>(d, init, 1);
+  V c10 = InitPair<1, kPairs>(d, init, 0), c11 = InitPair<1, kPairs>(d, init, 1);
+  V c20 = InitPair<2, kPairs>(d, init, 0), c21 = InitPair<2, kPairs>(d, init, 1);
+  V c30 = InitPair<3, kPairs>(d, init, 0), c31 = InitPair<3, kPairs>(d, init, 1);
+  V c40 = InitPair<4, kPairs>(d, init, 0), c41 = InitPair<4, kPairs>(d, init, 1);
+  V c50 = InitPair<5, kPairs>(d, init, 0), c51 = InitPair<5, kPairs>(d, init, 1);
+  V c60 = InitPair<6, kPairs>(d, init, 0), c61 = InitPair<6, kPairs>(d, init, 1);
+  V c70 = InitPair<7, kPairs>(d, init, 0), c71 = InitPair<7, kPairs>(d, init, 1);
   const float* rows[kRows];
   for (size_t r = 0; r < kRows; ++r) rows[r] = a[r];
   // One k step, u steps past rows and b.
@@ -112,14 +129,23 @@ HWY_INLINE void RegisterTile(D d, const float* const a[kRows], size_t a_stride,
     const V b0 = hn::LoadU(d, bu);
     const V b1 = hn::LoadU(d, bu + lanes);
     const size_t at = u * a_stride;
-    MulAddRow(d, rows[0] + at, b0, b1, c00, c01);
-    if constexpr (kRows > 1) MulAddRow(d, rows[1] + at, b0, b1, c10, c11);
-    if constexpr (kRows > 2) MulAddRow(d, rows[2] + at, b0, b1, c20, c21);
-    if constexpr (kRows > 3) MulAddRow(d, rows[3] + at, b0, b1, c30, c31);
-    if constexpr (kRows > 4) MulAddRow(d, rows[4] + at, b0, b1, c40, c41);
-    if constexpr (kRows > 5) MulAddRow(d, rows[5] + at, b0, b1, c50, c51);
-    if constexpr (kRows > 6) MulAddRow(d, rows[6] + at, b0, b1, c60, c61);
-    if constexpr (kRows > 7) MulAddRow(d, rows[7] + at, b0, b1, c70, c71);
+    if constexpr (kPanels == 1) {
+      MulAddRow(d, rows[0] + at, b0, b1, c00, c01);
+      if constexpr (kRows > 1) MulAddRow(d, rows[1] + at, b0, b1, c10, c11);
+      if constexpr (kRows > 2) MulAddRow(d, rows[2] + at, b0, b1, c20, c21);
+      if constexpr (kRows > 3) MulAddRow(d, rows[3] + at, b0, b1, c30, c31);
+      if constexpr (kRows > 4) MulAddRow(d, rows[4] + at, b0, b1, c40, c41);
+      if constexpr (kRows > 5) MulAddRow(d, rows[5] + at, b0, b1, c50, c51);
+      if constexpr (kRows > 6) MulAddRow(d, rows[6] + at, b0, b1, c60, c61);
+      if constexpr (kRows > 7) MulAddRow(d, rows[7] + at, b0, b1, c70, c71);
+    } else {
+      const V b2 = hn::LoadU(d, bu + next);
+      const V b3 = hn::LoadU(d, bu + next + lanes);
+      MulAddRow(d, rows[0] + at, b0, b1, b2, b3, c00, c01, c10, c11);
+      if constexpr (kRows > 1) MulAddRow(d, rows[1] + at, b0, b1, b2, b3, c20, c21, c30, c31);
+      if constexpr (kRows > 2) MulAddRow(d, rows[2] + at, b0, b1, b2, b3, c40, c41, c50, c51);
+      if constexpr (kRows > 3) MulAddRow(d, rows[3] + at, b0, b1, b2, b3, c60, c61, c70, c71);
+    }
   };
   // The pointers advance by additions, not kk * stride: WebAssembly engines
   // do not strength-reduce, and each integer op there takes an issue slot
@@ -151,13 +177,13 @@ HWY_INLINE void RegisterTile(D d, const float* const a[kRows], size_t a_stride,
   }
 #endif
   store(0, c00, c01);
-  if constexpr (kRows > 1) store(1, c10, c11);
-  if constexpr (kRows > 2) store(2, c20, c21);
-  if constexpr (kRows > 3) store(3, c30, c31);
-  if constexpr (kRows > 4) store(4, c40, c41);
-  if constexpr (kRows > 5) store(5, c50, c51);
-  if constexpr (kRows > 6) store(6, c60, c61);
-  if constexpr (kRows > 7) store(7, c70, c71);
+  if constexpr (kPairs > 1) store(1, c10, c11);
+  if constexpr (kPairs > 2) store(2, c20, c21);
+  if constexpr (kPairs > 3) store(3, c30, c31);
+  if constexpr (kPairs > 4) store(4, c40, c41);
+  if constexpr (kPairs > 5) store(5, c50, c51);
+  if constexpr (kPairs > 6) store(6, c60, c61);
+  if constexpr (kPairs > 7) store(7, c70, c71);
 }
 
 // Range r within [lo, hi).

@@ -107,6 +107,33 @@ test('a state_dict with an unused 64 MB tensor sends only the tensors loaded', a
   mha.dispose();
 });
 
+// Where memory cannot be shared (WebKit as shipped), a call's arrays are copied once into a buffer
+// of their own that is handed over, not cloned (a copy on each side); the caller's are never
+// handed over.
+test('without shared memory a forward hands over one copy of its arrays; the caller keeps its own, unchanged', async () => {
+  globalThis.crossOriginIsolated = false;
+  try {
+    const outputs = [];
+    const query = { data: filled(3 * E, 6), shape: [3, 1, E] };
+    const mask = new Uint8Array([0, 0, 1]);
+    for (const lib of [inThread, proxied]) {
+      const mha = lib.createMultiheadAttention(CONFIG);
+      await mha.loadStateDict(WEIGHTS);
+      sent.length = 0;
+      outputs.push([...(await mha.forward(query, query, query, { keyPaddingMask: { data: mask, shape: [1, 3] } })).output.data]);
+      mha.dispose();
+    }
+    const [forward] = sent.filter(({ method }) => method === 'forward');
+    assert.equal(forward.bytes, query.data.byteLength + mask.byteLength);
+    assert.ok(forward.transferred >= forward.bytes && forward.transferred < forward.bytes + 64, JSON.stringify(forward));
+    assert.deepEqual([...query.data], [...filled(3 * E, 6)]);
+    assert.deepEqual([...mask], [0, 0, 1]);
+    assert.deepEqual(outputs[1], outputs[0]);
+  } finally {
+    globalThis.crossOriginIsolated = true;
+  }
+});
+
 // The caller's thread reads the checkpoint (proxy_client.js, READS): the worker gets the headers
 // and, handed over, each tensor the module uses, nothing of the rest.
 test("loadSafetensors sends the headers and hands over the tensors under the prefix, not the rest", async () => {

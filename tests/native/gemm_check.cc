@@ -226,12 +226,15 @@ std::string CheckGemmScratch() {
   return "";
 }
 
-// Shapes that cover whole tiles, row and column tails and the GEMV rows.
+// Shapes that cover whole tiles, row and column tails, panels with and
+// without a neighbour in their column block (2x4v's pairs: a pair with a
+// partial second panel, a pair and a panel left over) and the GEMV rows.
 std::string CheckShapes() {
   namespace k = mha::kernels;
   const size_t width = k::GemmPanelWidth();
   for (size_t m : {1, 2, 3, 4, 5, 6, 7, 9, 10, 13, 17, 64, 67}) {
-    for (size_t n : {size_t{1}, size_t{7}, width - 1, width, width + 1, 3 * width + 5}) {
+    for (size_t n : {size_t{1}, size_t{7}, width - 1, width, width + 1, 2 * width + 3,
+                     3 * width + 5, 4 * width}) {
       for (size_t depth : {1, 3, 16, 33}) {
         const std::vector<float> a = RandomVector(m * depth, 1), b = RandomVector(n * depth, 2),
                                  bias = RandomVector(n, 3);

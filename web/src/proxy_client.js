@@ -8,11 +8,11 @@
 // Calls and replies go by postMessage, which costs no more per call than a mailbox in shared
 // memory did (bench/proxy_cost.mjs, the commit that removed it). The typed arrays of a call are
 // copied as docs/design.md promises (the caller keeps its arrays and may change them at once), but
-// cheaply: where the page can share memory (cross-origin isolated, as the threaded build needs
-// anyway) the client copies each array once into a SharedArrayBuffer that the worker reads in
-// place, which is faster than the structured clone that copies on both sides; elsewhere
-// postMessage clones them. A staging buffer is used again once the call that filled it has been
-// answered, so steady calls allocate nothing.
+// once, into one staging buffer the worker reads in place, which is faster than the structured
+// clone that copies on both sides: where the page can share memory (cross-origin isolated, as the
+// threaded build needs anyway) a SharedArrayBuffer, used again once the call that filled it has
+// been answered, so steady calls allocate nothing; elsewhere (WebKit, Node) a fresh ArrayBuffer,
+// handed over.
 import { MHAError } from './errors.js';
 import { alignUp } from './heap.js';
 import { ARRAY, HANDLE, PROXIED, STEP, builtinType, errorFrom } from './proxy_table.js';
@@ -53,23 +53,27 @@ class ArraySender {
     this.spare = null;  // a staging buffer no pending call uses
   }
 
-  // The message fields that carry `arrays` (in index order).
+  // { fields, transfer }: the message fields that carry `arrays` (in index order) and the buffers
+  // to hand over with them.
   pack(arrays) {
     const types = arrays.map(builtinType);
+    if (arrays.length === 0 || types.includes(null)) {
+      return { fields: { arrays: arrays.map(ownCopy) }, transfer: [] };
+    }
     const shared = globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function';
-    if (arrays.length === 0 || !shared || types.includes(null)) return { arrays: arrays.map(ownCopy) };
     const offsets = [];
     let bytes = 0;
     for (const array of arrays) {
       offsets.push(bytes);
       bytes += alignUp(array.byteLength);
     }
-    const buffer = this.take(bytes);
+    const buffer = shared ? this.take(bytes) : new ArrayBuffer(bytes);
     const staging = new Uint8Array(buffer);
     arrays.forEach((array, i) => {
       staging.set(new Uint8Array(array.buffer, array.byteOffset, array.byteLength), offsets[i]);
     });
-    return { staged: { buffer, views: arrays.map((array, i) => [types[i], offsets[i], array.length]) } };
+    const views = arrays.map((array, i) => [types[i], offsets[i], array.length]);
+    return { fields: { staged: { buffer, views } }, transfer: shared ? [] : [buffer] };
   }
 
   take(bytes) {
@@ -211,9 +215,13 @@ class Connection {
       message.create = created.handle;
       objects.push(created);
     }
-    Object.assign(message, transfer ? { arrays: [...arrays.keys()] } : this.arrays.pack([...arrays.keys()]));
-    return new Promise((resolve, reject) => this.post({ resolve, reject, objects, staging: message.staged?.buffer },
-      message, transfer ? message.arrays.map((array) => array.buffer) : [], holder));
+    const list = [...arrays.keys()];
+    const packed = transfer ? { fields: { arrays: list }, transfer: list.map((array) => array.buffer) } :
+      this.arrays.pack(list);
+    Object.assign(message, packed.fields);
+    const staging = packed.transfer.length === 0 ? message.staged?.buffer : undefined;
+    return new Promise((resolve, reject) => this.post({ resolve, reject, objects, staging }, message,
+      packed.transfer, holder));
   }
 
   // Posts `message` (handing over `transfer`), once the channel is free or `holder` holds it; a

@@ -7,8 +7,8 @@
 //                                             -> { op: 'reply', id, value | error, states }
 //   { op: 'release', id, target }             (dispose)  -> { op: 'reply', id, states }
 // A call of method STEP runs a step of a load the client reads (STEPS below).
-// A call's arrays come as `staged: { buffer, views: [[type, byteOffset, length], ...] }` (a
-// SharedArrayBuffer the client filled, read in place) or `arrays: [copies]` (proxy_client.js).
+// A call's arrays come as `staged: { buffer, views: [[type, byteOffset, length], ...] }` (a buffer
+// the client filled, read in place: shared, or handed over) or `arrays: [copies]` (proxy_client.js).
 // Objects are addressed by handle (0 = the library); `create` is the handle
 // the client chose for the object a `creates` method returns.
 import * as browserEnv from './env_browser.js';
