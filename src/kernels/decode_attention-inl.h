@@ -28,6 +28,7 @@
 #include <cstring>
 #include <limits>
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "src/kernels/float16-inl.h"
 #include "src/kernels/kernels.h"
@@ -140,6 +141,19 @@ HWY_INLINE void SumOfLanes4(D d, V a, V b, V c, V e, float* HWY_RESTRICT out) {
 #endif
 }
 
+// Floats per cache line (64 bytes).
+constexpr size_t kLineFloats = 16;
+
+// Brings the cache line at p in: a prefetch where the machine has one;
+// WebAssembly has none, so there a load (volatile: kept though unused).
+HWY_INLINE void BringLine(const float* p) {
+#if HWY_ARCH_WASM
+  (void)*reinterpret_cast<const volatile float*>(p);
+#else
+  hwy::Prefetch(p);
+#endif
+}
+
 // Row kRow of a score tile takes one step: a vector of its query against
 // two keys' vectors. Rows past the tile's compile away.
 template <size_t kRow, size_t kRows, class D, class V>
@@ -158,17 +172,28 @@ HWY_INLINE void DotStep(D d, const float* HWY_RESTRICT q, V k0, V k1, V& a0, V& 
 // into one vector of rows. Writes rows up to 4 (zeros past kRows, padding)
 // and, for odd cols, key `cols` too (scratch). kDim: qk_pad known at compile
 // time (0: not), so that the feature loop's offsets are constants.
+// Also brings in the same keys' value rows (v_dim floats, `v_step` apart), a
+// line at a time: the values pass walks them column by column (its register
+// tile), a stride the hardware prefetchers follow poorly and the out-of-order
+// window covers only a few keys of; read here in key order, among the keys'
+// loads, they stream as the keys do, and the values pass finds them in L1.
 template <size_t kRows, size_t kDim>
 HWY_NOINLINE void DecodeScores(const float* HWY_RESTRICT q, size_t qk_pad,
                                const float* HWY_RESTRICT k, size_t k_step, size_t cols,
-                               float* HWY_RESTRICT st, size_t chunk) {
+                               float* HWY_RESTRICT st, size_t chunk, const float* v,
+                               size_t v_step, size_t v_dim) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const size_t lanes = hn::Lanes(d);
   const size_t dim = kDim != 0 ? kDim : qk_pad;
-  for (size_t c = 0; c < cols; c += 2, k += 2 * k_step, st += 2 * chunk) {
+  for (size_t c = 0; c < cols; c += 2, k += 2 * k_step, v += 2 * v_step, st += 2 * chunk) {
     const float* HWY_RESTRICT k0 = k;
     const float* HWY_RESTRICT k1 = c + 1 < cols ? k + k_step : k;
+    const float* v1 = c + 1 < cols ? v + v_step : v;
+    for (size_t e = 0; e < v_dim; e += kLineFloats) {
+      BringLine(v + e);
+      BringLine(v1 + e);
+    }
     V a00 = hn::Zero(d), a01 = hn::Zero(d), a10 = hn::Zero(d), a11 = hn::Zero(d);
     V a20 = hn::Zero(d), a21 = hn::Zero(d), a30 = hn::Zero(d), a31 = hn::Zero(d);
     V a40 = hn::Zero(d), a41 = hn::Zero(d), a50 = hn::Zero(d), a51 = hn::Zero(d);
@@ -194,7 +219,7 @@ HWY_NOINLINE void DecodeScores(const float* HWY_RESTRICT q, size_t qk_pad,
 }
 
 using DecodeScoresFn = void (*)(const float*, size_t, const float*, size_t, size_t, float*,
-                                size_t);
+                                size_t, const float*, size_t, size_t);
 
 template <size_t kDim>
 DecodeScoresFn DecodeScoresFor(size_t rows) {
@@ -280,7 +305,7 @@ void DecodeRange(const DecodeGroup& g, size_t j0, size_t j1, float* state, float
     const float* v =
         DecodeBlock(g, g.v, g.v_stride, g.v_dim, v_pad, c0, cols, value_buf, &v_step);
     for (size_t r0 = 0; r0 < rows; r0 += tile) {
-      scores(qs + r0 * qk_pad, qk_pad, k, k_step, cols, st + r0, chunk);
+      scores(qs + r0 * qk_pad, qk_pad, k, k_step, cols, st + r0, chunk, v, v_step, g.v_dim);
     }
     for (size_t r = 0; r < rows; ++r) {
       ApplyScoreRule(g.rule[r], g.num_keys, 0, 1, c0, cols, cols, kLog2e, st + r, chunk);
