@@ -192,7 +192,12 @@ inline void GemmTileRows(const kernels::GemmPlan& plan, const float* a, size_t l
     size_t next = 0;
     if (tiled_end != row_begin) {
       panel = WidenPanel(view, k, scratch);
-      if (pair) next = WidenPanel(view1, k, scratch + k * width) - panel;
+      // The next panel widens after this one; float32 panels are read in place (no scratch, which
+      // may then be null).
+      if (pair) {
+        float* const wide = std::is_same_v<W, float> ? scratch : scratch + k * width;
+        next = WidenPanel(view1, k, wide) - panel;
+      }
     }
     const size_t bias_next = view1.bias - view.bias;
     for (size_t row = row_begin; row < tiled_end; row += kRows) {
