@@ -84,6 +84,32 @@ HWY_INLINE void MulAddRow(D d, const float* a, V b0, V b1, V b2, V b3, V& c0, V&
   c3 = FusedMulAdd(av, b3, c3);
 }
 
+// n steps of a tile's loop: step(u) for u steps past pointers that
+// advance(m) moves m steps on. In WebAssembly four steps per iteration,
+// each followed by an exit test, the pointers advanced by additions: the
+// loop RegisterTile runs, for the reasons given there.
+template <class Step, class Advance>
+HWY_INLINE void UnrolledSteps(size_t n, const Step& step, const Advance& advance) {
+#if HWY_TARGET == HWY_WASM
+  for (size_t left = n; left != 0;) {
+    step(0);
+    if (--left == 0) break;
+    step(1);
+    if (--left == 0) break;
+    step(2);
+    if (--left == 0) break;
+    step(3);
+    --left;
+    advance(4);
+  }
+#else
+  for (; n != 0; --n) {
+    step(0);
+    advance(1);
+  }
+#endif
+}
+
 // Half `half` of pair kPair's accumulators: init's for a pair of the tile,
 // zero (never used) past it.
 template <size_t kPair, size_t kPairs, class D, class Init>
