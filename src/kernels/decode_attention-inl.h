@@ -171,7 +171,7 @@ HWY_INLINE void DotStep(D d, const float* HWY_RESTRICT q, V k0, V k1, V& a0, V& 
 // dot product stays in one accumulator until four rows' are reduced together
 // into one vector of rows. Writes rows up to 4 (zeros past kRows, padding)
 // and, for odd cols, key `cols` too (scratch). kDim: qk_pad known at compile
-// time (0: not), so that the feature loop's offsets are constants.
+// time (0: not), so that the query rows are constant offsets from one pointer.
 // Also brings in the same keys' value rows (v_dim floats, `v_step` apart), a
 // line at a time: the values pass walks them column by column (its register
 // tile), a stride the hardware prefetchers follow poorly and the out-of-order
@@ -198,17 +198,27 @@ HWY_NOINLINE void DecodeScores(const float* HWY_RESTRICT q, size_t qk_pad,
     V a20 = hn::Zero(d), a21 = hn::Zero(d), a30 = hn::Zero(d), a31 = hn::Zero(d);
     V a40 = hn::Zero(d), a41 = hn::Zero(d), a50 = hn::Zero(d), a51 = hn::Zero(d);
     V a60 = hn::Zero(d), a61 = hn::Zero(d), a70 = hn::Zero(d), a71 = hn::Zero(d);
-    for (size_t e = 0; e < dim; e += lanes) {
+    const float* HWY_RESTRICT qe = q;
+    // One feature step, u vectors past qe, k0 and k1.
+    const auto step = [&](size_t u) HWY_ATTR {
+      const size_t e = u * lanes;
       const V kv0 = hn::LoadU(d, k0 + e), kv1 = hn::LoadU(d, k1 + e);
-      DotStep<0, kRows>(d, q + e, kv0, kv1, a00, a01);
-      DotStep<1, kRows>(d, q + dim + e, kv0, kv1, a10, a11);
-      DotStep<2, kRows>(d, q + 2 * dim + e, kv0, kv1, a20, a21);
-      DotStep<3, kRows>(d, q + 3 * dim + e, kv0, kv1, a30, a31);
-      DotStep<4, kRows>(d, q + 4 * dim + e, kv0, kv1, a40, a41);
-      DotStep<5, kRows>(d, q + 5 * dim + e, kv0, kv1, a50, a51);
-      DotStep<6, kRows>(d, q + 6 * dim + e, kv0, kv1, a60, a61);
-      DotStep<7, kRows>(d, q + 7 * dim + e, kv0, kv1, a70, a71);
-    }
+      DotStep<0, kRows>(d, qe + e, kv0, kv1, a00, a01);
+      DotStep<1, kRows>(d, qe + dim + e, kv0, kv1, a10, a11);
+      DotStep<2, kRows>(d, qe + 2 * dim + e, kv0, kv1, a20, a21);
+      DotStep<3, kRows>(d, qe + 3 * dim + e, kv0, kv1, a30, a31);
+      DotStep<4, kRows>(d, qe + 4 * dim + e, kv0, kv1, a40, a41);
+      DotStep<5, kRows>(d, qe + 5 * dim + e, kv0, kv1, a50, a51);
+      DotStep<6, kRows>(d, qe + 6 * dim + e, kv0, kv1, a60, a61);
+      DotStep<7, kRows>(d, qe + 7 * dim + e, kv0, kv1, a70, a71);
+    };
+    // The count from qk_pad, not kDim: a count known at compile time would
+    // fold the steps' exit tests away (UnrolledSteps says why they stay).
+    UnrolledSteps(qk_pad / lanes, step, [&](size_t n) {
+      qe += n * lanes;
+      k0 += n * lanes;
+      k1 += n * lanes;
+    });
     SumOfLanes4(d, a00, a10, a20, a30, st);
     SumOfLanes4(d, a01, a11, a21, a31, st + chunk);
     if constexpr (kRows > 4) {

@@ -84,6 +84,40 @@ HWY_INLINE void MulAddRow(D d, const float* a, V b0, V b1, V b2, V b3, V& c0, V&
   c3 = FusedMulAdd(av, b3, c3);
 }
 
+// n steps of a tile's loop: step(u) for u steps past pointers that
+// advance(m) moves m steps on. The pointers advance by additions, not
+// kk * stride: WebAssembly engines do not strength-reduce, and each integer
+// op there takes an issue slot from the tile (attention's tiles ran faster
+// so in V8).
+template <class Step, class Advance>
+HWY_INLINE void UnrolledSteps(size_t n, const Step& step, const Advance& advance) {
+#if HWY_TARGET == HWY_WASM
+  // Four steps per iteration, each followed by an exit test. The tests are
+  // what keeps V8 (TurboFan) from hoisting all loads of an unrolled body to
+  // its top (loads stay on the effect chain, arithmetic sinks to its uses):
+  // 24 live loads spill; between branches a step holds 6. Unrolled without
+  // them the tile ran slower than one step per iteration; with them the 4x2v
+  // GEMM ran faster (fewer increments and loop tests per step) and
+  // attention's tiles no slower. (Figures: git log --follow of this file.)
+  for (size_t left = n; left != 0;) {
+    step(0);
+    if (--left == 0) break;
+    step(1);
+    if (--left == 0) break;
+    step(2);
+    if (--left == 0) break;
+    step(3);
+    --left;
+    advance(4);
+  }
+#else
+  for (; n != 0; --n) {
+    step(0);
+    advance(1);
+  }
+#endif
+}
+
 // Half `half` of pair kPair's accumulators: init's for a pair of the tile,
 // zero (never used) past it.
 template <size_t kPair, size_t kPairs, class D, class Init>
@@ -147,35 +181,10 @@ HWY_INLINE void RegisterTile(D d, const float* const a[kRows], size_t a_stride,
       if constexpr (kRows > 3) MulAddRow(d, rows[3] + at, b0, b1, b2, b3, c60, c61, c70, c71);
     }
   };
-  // The pointers advance by additions, not kk * stride: WebAssembly engines
-  // do not strength-reduce, and each integer op there takes an issue slot
-  // from the tile (attention's tiles ran faster so in V8).
-#if HWY_TARGET == HWY_WASM
-  // Four k steps per iteration, each followed by an exit test. The tests are
-  // what keeps V8 (TurboFan) from hoisting all loads of an unrolled body to
-  // its top (loads stay on the effect chain, arithmetic sinks to its uses):
-  // 24 live loads spill; between branches a step holds 6. Unrolled without
-  // them the tile ran slower than one step per iteration; with them the 4x2v
-  // GEMM ran faster (fewer increments and loop tests per step) and
-  // attention's tiles no slower. (Figures: git log --follow of this file.)
-  for (size_t left = k; left != 0;) {
-    step(0);
-    if (--left == 0) break;
-    step(1);
-    if (--left == 0) break;
-    step(2);
-    if (--left == 0) break;
-    step(3);
-    --left;
-    b += 4 * ldb;
-    for (size_t r = 0; r < kRows; ++r) rows[r] += 4 * a_stride;
-  }
-#else
-  for (size_t kk = 0; kk < k; ++kk, b += ldb) {
-    step(0);
-    for (size_t r = 0; r < kRows; ++r) rows[r] += a_stride;
-  }
-#endif
+  UnrolledSteps(k, step, [&](size_t n) {
+    b += n * ldb;
+    for (size_t r = 0; r < kRows; ++r) rows[r] += n * a_stride;
+  });
   store(0, c00, c01);
   if constexpr (kPairs > 1) store(1, c10, c11);
   if constexpr (kPairs > 2) store(2, c20, c21);

@@ -1,11 +1,13 @@
-// KV caches through the JS API: getters, truncate/reset, and every kind of
-// bad decoding call (an MHAError naming the cache and the numbers, the cache
-// left as it was, decoding then continuing exactly as without the error).
+// KV caches through the JS API: getters, truncate/reset, every kind of bad
+// decoding call (an MHAError naming the cache and the numbers, the cache left
+// as it was, decoding then continuing exactly as without the error), and a
+// step against the cache as the forward over the whole sequence computes it.
 // On both WASM builds.
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { MHAError, loadMHA } from '../../web/src/index.js';
 import { BUILDS } from './helpers/builds.js';
+import { assertClose } from './helpers/fixtures.js';
 import { randomModule, randomTensor, sameBits } from './helpers/random.js';
 
 const CONFIG = { embedDim: 16, numHeads: 4, numKVHeads: 2, rotary: { dim: 4 } };
@@ -119,6 +121,30 @@ for (const build of BUILDS) {
       cache.dispose();
       moduleCache.dispose();
     });
+
+    // The decode kernel's score tile steps through a head 4 features at a time, four steps per
+    // loop iteration, each with its own exit: head dims of 1 to 5 steps leave after every one.
+    test('a step against the cache agrees with the forward over the whole sequence, for head dims 4 to 20',
+      async () => {
+        const L = 41;  // 40 cached keys: two sub-blocks of the kernel, the second of odd length
+        for (const headDim of [4, 8, 12, 16, 20]) {
+          const E = 4 * headDim;
+          const gqa = randomModule(lib, { embedDim: E, numHeads: 4, numKVHeads: 1 }, headDim);
+          const x = randomTensor([L, 1, E], headDim);
+          const full = (await gqa.forward(x, x, x, { isCausal: true, needWeights: false })).output;
+          const rowsOf = (t, begin, end) =>
+            ({ data: t.data.subarray(begin * E, end * E), shape: [end - begin, 1, E] });
+          const withCache = gqa.createKVCache({ batchSize: 1, maxLength: L });
+          const options = { cache: withCache, isCausal: true, needWeights: false };
+          const past = rowsOf(x, 0, L - 1);
+          await gqa.forward(past, past, past, options);
+          const last = rowsOf(x, L - 1, L);
+          const { output } = await gqa.forward(last, last, last, options);
+          assertClose(output, rowsOf(full, L - 1, L), `head dim ${headDim}`);
+          withCache.dispose();
+          gqa.dispose();
+        }
+      });
 
     test('bad options and configs', () => {
       const withBiasKV = lib.createMultiheadAttention({ embedDim: 8, numHeads: 2, addBiasKV: true });
