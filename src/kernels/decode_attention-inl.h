@@ -146,10 +146,9 @@ constexpr size_t kLineFloats = 16;
 
 // Brings the cache line at p in: a prefetch where the machine has one;
 // WebAssembly has none, so there a load (volatile: kept though unused).
-template <typename T>
-HWY_INLINE void BringLine(const T* p) {
+HWY_INLINE void BringLine(const float* p) {
 #if HWY_ARCH_WASM
-  (void)*reinterpret_cast<const volatile T*>(p);
+  (void)*reinterpret_cast<const volatile float*>(p);
 #else
   hwy::Prefetch(p);
 #endif
@@ -244,14 +243,11 @@ constexpr size_t DecodeTileChunk(size_t tile) { return HWY_MAX(tile, size_t{4});
 // the loads of the tile's key loop take constant offsets from pointers that
 // advance once per iteration (WebAssembly engines fold no runtime index into
 // an address: each is an integer operation per load).
-// Every second key step also brings in the line at `touch`, then moves it
-// `touch_step` bytes on (DecodeTouches).
 template <size_t kRows, size_t kStep>
 HWY_NOINLINE void DecodeValues(const float* HWY_RESTRICT p, size_t chunk,
                                const float* HWY_RESTRICT v, size_t v_step, size_t v_pad,
                                size_t cols, size_t rows, const float* HWY_RESTRICT corr,
-                               bool rescale, float* HWY_RESTRICT acc, size_t row_size,
-                               const char* touch, size_t touch_step) {
+                               bool rescale, float* HWY_RESTRICT acc, size_t row_size) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const size_t lanes = hn::Lanes(d);
@@ -270,16 +266,12 @@ HWY_NOINLINE void DecodeValues(const float* HWY_RESTRICT p, size_t chunk,
         },
         [&](size_t r, V a0, V a1) {
           if (r < tile_rows) StoreRow(d, a0, a1, 2 * lanes, acc + r * row_size + e);
-        },
-        0, [&]() {
-          BringLine(touch);
-          touch += touch_step;
         });
   }
 }
 
 using DecodeValuesFn = void (*)(const float*, size_t, const float*, size_t, size_t, size_t,
-                                size_t, const float*, bool, float*, size_t, const char*, size_t);
+                                size_t, const float*, bool, float*, size_t);
 
 template <size_t kStep>
 DecodeValuesFn DecodeValuesFor(size_t rows) {
@@ -287,31 +279,6 @@ DecodeValuesFn DecodeValuesFor(size_t rows) {
   if (rows == 2) return &DecodeValues<2, kStep>;
   if (rows == 4) return &DecodeValues<4, kStep>;
   return &DecodeValues<kTileRows, kStep>;
-}
-
-// The values pass's touches per tile of a sub-block: every second key step
-// of each of its passes over the features (DecodeValues).
-inline size_t DecodeTouches(size_t v_pad) {
-  const hn::ScalableTag<float> d;
-  return v_pad / (2 * hn::Lanes(d)) * (kDecodeSubBlock / 2);
-}
-
-// Where the values pass brings in the rows of keys [j, j + cols) (the next
-// sub-block's), `touches` lines, each `*step` bytes on from the one before:
-// spread over the values pass's key steps, the lines stream from memory
-// while it computes (a burst of them waits for memory with the out-of-order
-// window full), and the scores pass finds them in cache. Keys that are not
-// one run of rows (a ring's end, none left) are not brought in: `fallback`
-// (readable) is touched again and again.
-inline const char* NextKeyLines(const DecodeGroup& g, size_t j, size_t cols, size_t touches,
-                                const void* fallback, size_t* step) {
-  if (cols == 0 || !kernels::RingRun(j, cols, g.ring)) {
-    *step = 0;
-    return static_cast<const char*>(fallback);
-  }
-  const size_t bytes = g.storage == kernels::Storage::kFloat32 ? sizeof(float) : sizeof(uint16_t);
-  *step = ((cols - 1) * g.k_stride + g.qk_dim) * bytes / touches;
-  return static_cast<const char*>(g.k) + kernels::RingRow(j, g.ring) * g.k_stride * bytes;
 }
 
 template <size_t kDim>
@@ -362,10 +329,6 @@ void DecodeRange(const DecodeGroup& g, size_t j0, size_t j1, float* state, float
     }
     for (size_t c = 0; c < cols; ++c) std::fill(st + c * chunk + rows, st + (c + 1) * chunk, kNegInf);
     const bool grew = OnlineSoftmaxTile(cols, chunk, st, chunk, row_max, row_sum, corr);
-    const size_t next = c0 + cols, touches = DecodeTouches(v_pad);
-    size_t touch_step;
-    const char* touch = NextKeyLines(g, next, HWY_MIN(kDecodeSubBlock, j1 - next),
-                                     (rows + tile - 1) / tile * touches, st, &touch_step);
     for (size_t r0 = 0; r0 < rows; r0 += tile) {
       const size_t n = HWY_MIN(tile, rows - r0);
       // The keys of the block that every row of the tile reads (ScoreRule::Keys)
@@ -379,8 +342,7 @@ void DecodeRange(const DecodeGroup& g, size_t j0, size_t j1, float* state, float
       const size_t skip = common.begin - c0;
       (v_step == kDim ? values_fixed : values)(
           st + skip * chunk + r0, chunk, v + skip * v_step, v_step, v_pad,
-          common.end - common.begin, n, corr + r0, grew, state + r0 * row_size, row_size,
-          touch + r0 / tile * touches * touch_step, touch_step);
+          common.end - common.begin, n, corr + r0, grew, state + r0 * row_size, row_size);
       for (size_t r = r0; r < r0 + n; ++r) {
         const kernels::KeyRange mine = Clip(reads[r], c0, c0 + cols);
         float* acc = state + r * row_size;

@@ -84,11 +84,6 @@ HWY_INLINE void MulAddRow(D d, const float* a, V b0, V b1, V b2, V b3, V& c0, V&
   c3 = FusedMulAdd(av, b3, c3);
 }
 
-// RegisterTile's `between` where nothing runs between its k steps.
-struct NothingBetween {
-  void operator()() const {}
-};
-
 // Half `half` of pair kPair's accumulators: init's for a pair of the tile,
 // zero (never used) past it.
 template <size_t kPair, size_t kPairs, class D, class Init>
@@ -107,16 +102,12 @@ HWY_INLINE hn::Vec<D> InitPair(D d, const Init& init, size_t half) {
 // (init(s, 0), init(s, 1)) and goes to store(s, c0, c1). Two panels halve
 // the broadcasts per multiply-add, which JavaScriptCore builds in three
 // instructions where the load has an offset (k steps 2 to 4 below).
-// between() runs after every second k step (the decode attention brings in
-// lines there, spread over the loop).
 // Named accumulators, not arrays: SVE vectors are sizeless; pairs from
 // kRows * kPanels on are never initialised, read or stored, and compile away.
-template <size_t kRows = kTileRows, size_t kPanels = 1, class D, class Init, class Store,
-          class Between = NothingBetween>
+template <size_t kRows = kTileRows, size_t kPanels = 1, class D, class Init, class Store>
 HWY_INLINE void RegisterTile(D d, const float* const a[kRows], size_t a_stride,
                              const float* HWY_RESTRICT b, size_t ldb, size_t k, const Init& init,
-                             const Store& store, size_t next = 0,
-                             const Between& between = Between()) {
+                             const Store& store, size_t next = 0) {
   constexpr size_t kPairs = kRows * kPanels;
   static_assert(kPanels == 1 || kPanels == 2, "RegisterTile reads one or two panels");
   static_assert(kRows >= 1 && kPairs <= kMaxTilePairs, "RegisterTile holds 1 to 8 pairs");
@@ -171,12 +162,10 @@ HWY_INLINE void RegisterTile(D d, const float* const a[kRows], size_t a_stride,
     step(0);
     if (--left == 0) break;
     step(1);
-    between();
     if (--left == 0) break;
     step(2);
     if (--left == 0) break;
     step(3);
-    between();
     --left;
     b += 4 * ldb;
     for (size_t r = 0; r < kRows; ++r) rows[r] += 4 * a_stride;
@@ -184,7 +173,6 @@ HWY_INLINE void RegisterTile(D d, const float* const a[kRows], size_t a_stride,
 #else
   for (size_t kk = 0; kk < k; ++kk, b += ldb) {
     step(0);
-    if (kk % 2 == 1) between();
     for (size_t r = 0; r < kRows; ++r) rows[r] += a_stride;
   }
 #endif
