@@ -239,12 +239,21 @@ DecodeScoresFn DecodeScoresFor(size_t rows) {
   return &DecodeScores<kTileRows, kDim>;
 }
 
+// DecodeChunk of a group that is one tile of `tile` rows, where vectors hold
+// at most 4 floats (WebAssembly, SSE4, NEON).
+constexpr size_t DecodeTileChunk(size_t tile) { return HWY_MAX(tile, size_t{4}); }
+
 // For the `rows` (<= kRows) rows of one tile: acc_r = acc_r * corr[r] (when
 // `rescale`) + sum_c p[c * chunk + r] * v_c over v_pad features (v rows
 // `v_step` floats apart, acc rows `row_size`), through the flash kernel's
 // register tile: each loaded value vector feeds every row. No skipping
 // p == 0: a NaN value must spread as PyTorch's 0 * NaN does.
-template <size_t kRows>
+// kStep != 0: the tile is a whole group (rows == kRows, chunk ==
+// DecodeTileChunk(kRows)) and v_step == kStep, known at compile time, so that
+// the loads of the tile's key loop take constant offsets from pointers that
+// advance once per iteration (WebAssembly engines fold no runtime index into
+// an address: each is an integer operation per load).
+template <size_t kRows, size_t kStep>
 HWY_NOINLINE void DecodeValues(const float* HWY_RESTRICT p, size_t chunk,
                                const float* HWY_RESTRICT v, size_t v_step, size_t v_pad,
                                size_t cols, size_t rows, const float* HWY_RESTRICT corr,
@@ -252,18 +261,21 @@ HWY_NOINLINE void DecodeValues(const float* HWY_RESTRICT p, size_t chunk,
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   const size_t lanes = hn::Lanes(d);
+  const size_t tile_chunk = kStep != 0 ? DecodeTileChunk(kRows) : chunk;
+  const size_t tile_step = kStep != 0 ? kStep : v_step;
+  const size_t tile_rows = kStep != 0 ? kRows : rows;
   const float* p_rows[kRows];
   TileRowPointers<kRows>(p, 1, kRows, p_rows);
   for (size_t e = 0; e < v_pad; e += 2 * lanes) {
     RegisterTile<kRows>(
-        d, p_rows, chunk, v + e, v_step, cols,
+        d, p_rows, tile_chunk, v + e, tile_step, cols,
         [&](size_t r, size_t half) {
-          if (r >= rows) return hn::Zero(d);
+          if (r >= tile_rows) return hn::Zero(d);
           const V a = hn::LoadU(d, acc + r * row_size + e + half * lanes);
           return rescale ? hn::Mul(a, hn::Set(d, corr[r])) : a;
         },
         [&](size_t r, V a0, V a1) {
-          if (r < rows) StoreRow(d, a0, a1, 2 * lanes, acc + r * row_size + e);
+          if (r < tile_rows) StoreRow(d, a0, a1, 2 * lanes, acc + r * row_size + e);
         });
   }
 }
@@ -271,11 +283,12 @@ HWY_NOINLINE void DecodeValues(const float* HWY_RESTRICT p, size_t chunk,
 using DecodeValuesFn = void (*)(const float*, size_t, const float*, size_t, size_t, size_t,
                                 size_t, const float*, bool, float*, size_t);
 
-inline DecodeValuesFn DecodeValuesFor(size_t rows) {
-  if (rows == 1) return &DecodeValues<1>;
-  if (rows == 2) return &DecodeValues<2>;
-  if (rows == 4) return &DecodeValues<4>;
-  return &DecodeValues<kTileRows>;
+template <size_t kStep>
+DecodeValuesFn DecodeValuesFor(size_t rows) {
+  if (rows == 1) return &DecodeValues<1, kStep>;
+  if (rows == 2) return &DecodeValues<2, kStep>;
+  if (rows == 4) return &DecodeValues<4, kStep>;
+  return &DecodeValues<kTileRows, kStep>;
 }
 
 template <size_t kDim>
@@ -307,7 +320,11 @@ void DecodeRange(const DecodeGroup& g, size_t j0, size_t j1, float* state, float
   kernels::KeyRange reads[kernels::kMaxDecodeRows];
   for (size_t r = 0; r < rows; ++r) reads[r] = g.rule[r].Keys(0, g.num_keys);
   const DecodeScoresFn scores = DecodeScoresFor<kDim>(tile);
-  const DecodeValuesFn values = DecodeValuesFor(tile);
+  const DecodeValuesFn values = DecodeValuesFor<0>(tile);
+  // A group of one tile whose value rows are kDim floats apart takes the
+  // tile with constant offsets (DecodeValues).
+  const DecodeValuesFn values_fixed =
+      rows == tile && chunk == DecodeTileChunk(tile) ? DecodeValuesFor<kDim>(tile) : values;
   for (size_t c0 = j0; c0 < j1; c0 += kDecodeSubBlock) {
     const size_t cols = HWY_MIN(kDecodeSubBlock, j1 - c0);
     size_t k_step, v_step;
@@ -333,8 +350,9 @@ void DecodeRange(const DecodeGroup& g, size_t j0, size_t j1, float* state, float
         common = Clip(reads[r], common.begin, common.end);
       }
       const size_t skip = common.begin - c0;
-      values(st + skip * chunk + r0, chunk, v + skip * v_step, v_step, v_pad,
-             common.end - common.begin, n, corr + r0, grew, state + r0 * row_size, row_size);
+      (v_step == kDim ? values_fixed : values)(
+          st + skip * chunk + r0, chunk, v + skip * v_step, v_step, v_pad,
+          common.end - common.begin, n, corr + r0, grew, state + r0 * row_size, row_size);
       for (size_t r = r0; r < r0 + n; ++r) {
         const kernels::KeyRange mine = Clip(reads[r], c0, c0 + cols);
         float* acc = state + r * row_size;
