@@ -7,8 +7,9 @@
 // Scores come out with the rows in vector lanes, as in the flash kernel's
 // transposed tiles, and take its online softmax (online_softmax-inl.h): base
 // 2, lane-wise max and sum, no horizontal reductions, accumulators rescaled
-// only when a row's max grows; values accumulate through the register tile
-// the flash kernel uses. 16-bit (float16, bfloat16) sub-blocks are converted once.
+// only when a row's max grows (a row alone: its keys in the lanes); values
+// accumulate through the register tile the flash kernel uses. 16-bit
+// (float16, bfloat16) sub-blocks are converted once.
 // A call covers one range of keys and leaves a partial softmax state per row
 // (unnormalised output, max, sum of exponentials); ranges run on different
 // threads and DecodeMerge combines their states (flash-decoding).
@@ -68,8 +69,11 @@ inline size_t DecodeTileRows(size_t num_rows) {
 }
 
 // Rows padded to whole tiles and to whole vectors (the softmax's lanes), and
-// to 4: scores are written four rows at a time. Padding rows score -inf.
+// to 4: scores are written four rows at a time. Padding rows score -inf. A
+// row alone takes no padding: its scores are consecutive, keys in the lanes
+// of its tile and its softmax (DecodeScoresRow, OnlineSoftmaxRow).
 inline size_t DecodeChunk(size_t num_rows) {
+  if (num_rows == 1) return 1;
   const hn::ScalableTag<float> d;
   const size_t tile = DecodeTileRows(num_rows);
   const size_t rows = (num_rows + tile - 1) / tile * tile;
@@ -77,14 +81,18 @@ inline size_t DecodeChunk(size_t num_rows) {
   return (rows + multiple - 1) / multiple * multiple;
 }
 
+// Score slots per row: a sub-block and the keys a tile computes past its end
+// (keys in pairs, or in fours for one row), in whole vectors (the one-row
+// softmax's).
+inline size_t DecodeScoreKeys() { return DecodeKeyPad(kDecodeSubBlock + 3); }
+
 // Scratch: scaled queries (chunk x key pad, padding rows zero), scores
-// (sub-block + 1 keys x chunk: a tile computes keys in pairs), max, sum and
-// correction (chunk each), a sub-block of keys and one of values converted to
-// padded floats.
+// (score keys x chunk), max, sum and correction (chunk each), a sub-block of
+// keys and one of values converted to padded floats.
 inline size_t DecodeScratchSize(const DecodeGroup& g) {
   const size_t qk_pad = DecodeKeyPad(g.qk_dim), v_pad = DecodeValuePad(g.v_dim);
   const size_t chunk = DecodeChunk(g.num_rows);
-  return chunk * (qk_pad + kDecodeSubBlock + 1 + 3) + kDecodeSubBlock * (qk_pad + v_pad);
+  return chunk * (qk_pad + DecodeScoreKeys() + 3) + kDecodeSubBlock * (qk_pad + v_pad);
 }
 
 // Per row: the unnormalised output (value pad floats), then max and sum.
@@ -228,12 +236,50 @@ HWY_NOINLINE void DecodeScores(const float* HWY_RESTRICT q, size_t qk_pad,
   }
 }
 
+// The one-row tile: st[c] = q . k_c (chunk 1) for keys c < cols, four at a
+// time, each query vector loaded once for four key vectors; SumOfLanes4
+// reduces the four keys' sums together, where a row of the tile above would
+// fill one of its four slots. Each dot product keeps that tile's order (its
+// features in one accumulator, the same reduction): the same bits. Writes up
+// to three keys past cols (scratch) and brings in the keys' value rows as
+// DecodeScores does.
+template <size_t kDim>
+HWY_NOINLINE void DecodeScoresRow(const float* HWY_RESTRICT q, size_t qk_pad,
+                                  const float* HWY_RESTRICT k, size_t k_step, size_t cols,
+                                  float* HWY_RESTRICT st, size_t /*chunk*/, const float* v,
+                                  size_t v_step, size_t v_dim) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const size_t lanes = hn::Lanes(d);
+  const size_t dim = kDim != 0 ? kDim : qk_pad;
+  for (size_t c = 0; c < cols; c += 4, k += 4 * k_step, v += 4 * v_step, st += 4) {
+    const size_t n = HWY_MIN(cols - c, size_t{4});
+    for (size_t j = 0; j < n; ++j) {
+      for (size_t e = 0; e < v_dim; e += kLineFloats) BringLine(v + j * v_step + e);
+    }
+    // Keys past cols repeat key c.
+    const float* HWY_RESTRICT k0 = k;
+    const float* HWY_RESTRICT k1 = n > 1 ? k + k_step : k;
+    const float* HWY_RESTRICT k2 = n > 2 ? k + 2 * k_step : k;
+    const float* HWY_RESTRICT k3 = n > 3 ? k + 3 * k_step : k;
+    V a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+    for (size_t e = 0; e < dim; e += lanes) {
+      const V qv = hn::Load(d, q + e);
+      a0 = FusedMulAdd(qv, hn::LoadU(d, k0 + e), a0);
+      a1 = FusedMulAdd(qv, hn::LoadU(d, k1 + e), a1);
+      a2 = FusedMulAdd(qv, hn::LoadU(d, k2 + e), a2);
+      a3 = FusedMulAdd(qv, hn::LoadU(d, k3 + e), a3);
+    }
+    SumOfLanes4(d, a0, a1, a2, a3, st);
+  }
+}
+
 using DecodeScoresFn = void (*)(const float*, size_t, const float*, size_t, size_t, float*,
                                 size_t, const float*, size_t, size_t);
 
 template <size_t kDim>
 DecodeScoresFn DecodeScoresFor(size_t rows) {
-  if (rows == 1) return &DecodeScores<1, kDim>;
+  if (rows == 1) return &DecodeScoresRow<kDim>;
   if (rows == 2) return &DecodeScores<2, kDim>;
   if (rows == 4) return &DecodeScores<4, kDim>;
   return &DecodeScores<kTileRows, kDim>;
@@ -280,12 +326,41 @@ HWY_NOINLINE void DecodeValues(const float* HWY_RESTRICT p, size_t chunk,
   }
 }
 
+// The same for one row (chunk 1): the registers hold two pairs of its value
+// vectors (RegisterTile's two panels), so each weight is broadcast once per
+// four vectors, each key's row read in half the passes; a last pair, if any,
+// goes through DecodeValues<1>. Each feature keeps its accumulation order.
+HWY_NOINLINE void DecodeValuesRow(const float* HWY_RESTRICT p, size_t chunk,
+                                  const float* HWY_RESTRICT v, size_t v_step, size_t v_pad,
+                                  size_t cols, size_t rows, const float* HWY_RESTRICT corr,
+                                  bool rescale, float* HWY_RESTRICT acc, size_t row_size) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const size_t lanes = hn::Lanes(d);
+  const size_t wide = v_pad / (4 * lanes) * (4 * lanes);
+  const float* p_rows[1] = {p};
+  for (size_t e = 0; e < wide; e += 4 * lanes) {
+    RegisterTile<1, 2>(
+        d, p_rows, chunk, v + e, v_step, cols,
+        [&](size_t pair, size_t half) {
+          const V a = hn::LoadU(d, acc + e + (2 * pair + half) * lanes);
+          return rescale ? hn::Mul(a, hn::Set(d, corr[0])) : a;
+        },
+        [&](size_t pair, V a0, V a1) { StoreRow(d, a0, a1, 2 * lanes, acc + e + 2 * pair * lanes); },
+        2 * lanes);
+  }
+  if (wide < v_pad) {
+    DecodeValues<1, 0>(p, chunk, v + wide, v_step, v_pad - wide, cols, rows, corr, rescale,
+                    acc + wide, row_size);
+  }
+}
+
 using DecodeValuesFn = void (*)(const float*, size_t, const float*, size_t, size_t, size_t,
                                 size_t, const float*, bool, float*, size_t);
 
 template <size_t kStep>
 DecodeValuesFn DecodeValuesFor(size_t rows) {
-  if (rows == 1) return &DecodeValues<1, kStep>;
+  if (rows == 1) return &DecodeValuesRow;
   if (rows == 2) return &DecodeValues<2, kStep>;
   if (rows == 4) return &DecodeValues<4, kStep>;
   return &DecodeValues<kTileRows, kStep>;
@@ -298,7 +373,7 @@ void DecodeRange(const DecodeGroup& g, size_t j0, size_t j1, float* state, float
   const size_t rows = g.num_rows, chunk = DecodeChunk(rows), tile = DecodeTileRows(rows);
   float* qs = scratch;
   float* st = qs + chunk * qk_pad;
-  float* row_max = st + (kDecodeSubBlock + 1) * chunk;
+  float* row_max = st + DecodeScoreKeys() * chunk;
   float* row_sum = row_max + chunk;
   float* corr = row_sum + chunk;
   float* key_buf = corr + chunk;
@@ -338,7 +413,8 @@ void DecodeRange(const DecodeGroup& g, size_t j0, size_t j1, float* state, float
       ApplyScoreRule(g.rule[r], g.num_keys, 0, 1, c0, cols, cols, kLog2e, st + r, chunk);
     }
     for (size_t c = 0; c < cols; ++c) std::fill(st + c * chunk + rows, st + (c + 1) * chunk, kNegInf);
-    const bool grew = OnlineSoftmaxTile(cols, chunk, st, chunk, row_max, row_sum, corr);
+    const bool grew = rows == 1 ? OnlineSoftmaxRow(cols, st, row_max, row_sum, corr)
+                                : OnlineSoftmaxTile(cols, chunk, st, chunk, row_max, row_sum, corr);
     for (size_t r0 = 0; r0 < rows; r0 += tile) {
       const size_t n = HWY_MIN(tile, rows - r0);
       // The keys of the block that every row of the tile reads (ScoreRule::Keys)

@@ -68,6 +68,35 @@ inline bool OnlineSoftmaxTile(size_t cols, size_t n_pad, float* HWY_RESTRICT st,
   return grew;
 }
 
+// The same for one row whose scores are consecutive, st[c] for c < cols (st
+// has room for whole vectors past cols): the keys fill the lanes, where in
+// the tile above the row would fill one lane of each vector. The same
+// operations per score, in the same order: the max and the sum taken key by
+// key (in one lane), the exponentials lane-wise; so the same bits.
+inline bool OnlineSoftmaxRow(size_t cols, float* HWY_RESTRICT st, float* HWY_RESTRICT row_max,
+                             float* HWY_RESTRICT row_sum, float* HWY_RESTRICT corr) {
+  const hn::ScalableTag<float> d;
+  const hn::CappedTag<float, 1> d1;
+  const size_t lanes = hn::Lanes(d);
+  const auto old_max = hn::Load(d1, row_max);
+  auto max = old_max;
+  for (size_t c = 0; c < cols; ++c) max = SoftmaxMax(max, hn::Load(d1, st + c));
+  // Nothing attendable yet: shift by 0 so that exp(-inf) stays 0, not NaN.
+  const auto shift = hn::IfThenZeroElse(hn::Eq(max, hn::Set(d1, kNegInf)), max);
+  const auto c = Exp2NonPositive(d1, hn::Sub(old_max, shift));
+  const auto shifts = hn::Set(d, hn::GetLane(shift));
+  for (size_t i = cols; i % lanes != 0; ++i) st[i] = kNegInf;
+  for (size_t i = 0; i < cols; i += lanes) {
+    hn::StoreU(Exp2NonPositive(d, hn::Sub(hn::LoadU(d, st + i), shifts)), d, st + i);
+  }
+  auto sum = hn::Mul(hn::Load(d1, row_sum), c);
+  for (size_t i = 0; i < cols; ++i) sum = hn::Add(sum, hn::Load(d1, st + i));
+  hn::Store(max, d1, row_max);
+  hn::Store(sum, d1, row_sum);
+  hn::Store(c, d1, corr);
+  return hn::GetLane(max) != hn::GetLane(old_max);
+}
+
 // 1 / the softmax denominator of a row whose exponentials sum to `sum` after
 // a shift by `max`: 2^(sink - max) joins it (sink in base 2, -inf: none) when
 // the row attended to something; NaN when it did not.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -332,6 +333,62 @@ TEST_P(KernelTest, DecodeMatchesReference) {
              {3, 5, 9, 5, 3, true, true, true, s, 2},
          }) {
       CheckDecode(c, seed++);
+    }
+  }
+}
+
+// A row alone (its keys in vector lanes, decode_attention-inl.h) gives the
+// bits it gets beside another row (the rows in lanes): the same products
+// and sums in the same order, on every target. Key counts around the tiles'
+// four keys and the 32-key sub-blocks, two ranges, padded keys (a NaN value
+// among them spreads), a soft cap, the compile-time head dim and others.
+TEST_P(KernelTest, DecodeRowAloneGivesItsBitsInATile) {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  uint32_t seed = 400;
+  for (Storage s : {Storage::kFloat32, Storage::kFloat16}) {
+    for (size_t dim : {64, 20}) {
+      for (size_t keys : {1, 3, 33, 70, 131}) {
+        for (bool nan : {false, true}) {
+          SCOPED_TRACE(testing::Message() << "storage=" << static_cast<int>(s) << " dim=" << dim
+                                          << " T=" << keys << " nan=" << nan);
+          const std::vector<float> q = RandomVector(2 * dim, seed++);
+          Keys stored = RandomKeys(keys, dim, dim + 1, s, seed++);
+          std::vector<float> key_bias(keys, 0.5f);
+          for (size_t j = 2; j < keys; j += 5) key_bias[j] = neg_inf;
+          if (nan && keys > 2) stored.v[2 * (dim + 1) + 1] = std::nanf("");
+          if (nan && keys > 2 && s != Storage::kFloat32) stored.v16[2 * (dim + 1) + 1] = 0x7E00;
+          mha::kernels::ScoreRule rule;
+          rule.key_bias = key_bias.data();
+          rule.softcap = 3.0f;
+          std::vector<float> alone(dim, 7.0f), pair(2 * dim, 7.0f);
+          for (size_t rows : {1, 2}) {
+            mha::kernels::DecodeGroup g;
+            g.storage = s;
+            const bool narrow = s != Storage::kFloat32;
+            g.k = narrow ? static_cast<const void*>(stored.k16.data()) : stored.k.data();
+            g.v = narrow ? static_cast<const void*>(stored.v16.data()) : stored.v.data();
+            g.k_stride = dim;
+            g.v_stride = dim + 1;
+            g.num_keys = keys;
+            g.qk_dim = g.v_dim = dim;
+            g.scale = 0.4f;
+            g.num_rows = rows;
+            for (size_t r = 0; r < rows; ++r) {
+              g.q[r] = q.data() + r * dim;
+              g.out[r] = (rows == 1 ? alone : pair).data() + r * dim;
+              g.rule[r] = rule;
+            }
+            const size_t state = mha::kernels::DecodeStateSize(g);
+            std::vector<float> states(2 * state);
+            auto scratch = hwy::AllocateAligned<float>(mha::kernels::DecodeScratchSize(g));
+            mha::kernels::DecodePartial(g, 0, keys / 2, states.data(), scratch.get());
+            mha::kernels::DecodePartial(g, keys / 2, keys, states.data() + state, scratch.get());
+            mha::kernels::DecodeMerge(g, states.data(), 2, state);
+          }
+          EXPECT_EQ(std::memcmp(alone.data(), pair.data(), dim * sizeof(float)), 0);
+          EXPECT_EQ(std::isnan(alone[1]), nan && keys > 2);
+        }
+      }
     }
   }
 }
