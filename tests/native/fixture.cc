@@ -383,7 +383,9 @@ std::vector<uint8_t> SafetensorsOf(const mha::MultiheadAttention& m,
   header += "}";
   std::vector<uint8_t> file;
   file.reserve(8 + header.size() + data.size());
-  for (int i = 0; i < 8; ++i) file.push_back(static_cast<uint8_t>(uint64_t{header.size()} >> (8 * i)));
+  for (int i = 0; i < 8; ++i) {
+    file.push_back(static_cast<uint8_t>(uint64_t{header.size()} >> (8 * i)));
+  }
   file.insert(file.end(), header.begin(), header.end());
   file.insert(file.end(), data.begin(), data.end());
   return file;
