@@ -50,6 +50,9 @@ void FillHeads(const AttentionPlan& plan, const HeadSources& sources,
     const size_t masked_keys = sources.masked_keys != nullptr ? sources.masked_keys[n] : T;
     const float* key_bias = sources.key_bias != nullptr ? sources.key_bias + n * T : nullptr;
     const size_t* live = sources.live != nullptr ? sources.live + n * 2 * (T + 1) : nullptr;
+    if (live != nullptr && !kernels::BiasBetweenLiveKeys(key_bias, live, live + T + 1, T)) {
+      key_bias = nullptr;  // padding at the ends alone: the live ends hide it
+    }
     for (size_t h = 0; h < plan.H; ++h) {
       kernels::AttentionHead head;
       head.q = sources.q.At(n, h);

@@ -111,6 +111,20 @@ inline void LiveKeys(const float* key_bias, size_t keys, size_t* from, size_t* t
   for (size_t x = keys; x-- > 0;) from[x] = key_bias[x] == neg_inf ? from[x + 1] : x;
 }
 
+// Whether key_bias adds anything to the keys between its live ends, [from[0],
+// to[keys]) of its LiveKeys. Where it holds only 0 there (key padding at the
+// ends alone, as a bool mask makes it), live_from and live_to say all it
+// does: a score plus 0 is the score (but for the sign of a -0 score, which no
+// exponential or max of the softmax tells apart), so the rule may leave the
+// bias out and the kernels skip its add per key.
+inline bool BiasBetweenLiveKeys(const float* key_bias, const size_t* from, const size_t* to,
+                                size_t keys) {
+  for (size_t j = from[0]; j < to[keys]; ++j) {
+    if (key_bias[j] != 0.0f) return true;
+  }
+  return false;
+}
+
 // Which keys a query may see, and with what additive bias: the one rule the
 // flash kernel's score tiles, its weights path and the decode kernel all
 // apply (ApplyScoreRule, score_rule-inl.h). It covers the first masked_keys
@@ -141,8 +155,9 @@ struct ScoreRule {
   float alibi_slope = 0.0f;
   bool alibi_symmetric = false;
 
-  // With key_bias, its LiveKeys: a query never reads the padded keys at
-  // either end of the keys it may see; those between are masked as usual.
+  // With key padding, its LiveKeys: a query never reads the padded keys at
+  // either end of the keys it may see; those between are masked as usual
+  // (key_bias; left out where BiasBetweenLiveKeys says it adds nothing).
   const size_t* live_from = nullptr;
   const size_t* live_to = nullptr;
 

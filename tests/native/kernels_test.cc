@@ -1,6 +1,7 @@
 // The dispatched kernels against the scalar references, on every target:
 // GEMM tiles and tails, and attention with each mask kind, extra keys and
 // the weights path.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -393,6 +394,65 @@ TEST_P(KernelTest, DecodeRowAloneGivesItsBitsInATile) {
   }
 }
 
+// A head of `queries` rows of q against `keys` float32 keys of `stored`, dim
+// features each, rows adjacent, scale 0.3, no rule.
+AttentionHead PlainHead(const std::vector<float>& q, const Keys& stored, size_t queries,
+                        size_t keys, size_t dim) {
+  AttentionHead h;
+  h.q = q.data();
+  h.q_stride = h.k_stride = h.v_stride = h.out_stride = h.qk_dim = h.v_dim = dim;
+  h.k = stored.k.data();
+  h.v = stored.v.data();
+  h.num_queries = queries;
+  h.masked_keys = keys;
+  h.scale = 0.3f;
+  return h;
+}
+
+// What the three paths that apply ScoreRule give for head h (its out and
+// weights unset): the flash kernel, its weights path (and its weights) and
+// the decode kernel over two key ranges (its first kMaxDecodeRows queries).
+struct PathOutputs {
+  std::vector<float> flash, with_weights, weights, decode;
+};
+
+PathOutputs RunPaths(AttentionHead h) {
+  const size_t queries = h.num_queries, keys = h.masked_keys;
+  PathOutputs out;
+  out.flash.assign(queries * h.v_dim, 0.0f);
+  out.with_weights = out.decode = out.flash;
+  out.weights.assign(queries * keys, 0.0f);
+  auto scratch = hwy::AllocateAligned<float>(mha::kernels::AttentionScratchSize(h));
+  h.out = out.flash.data();
+  mha::kernels::Attention(h, 0, queries, scratch.get());
+  h.out = out.with_weights.data();
+  h.weights = out.weights.data();
+  h.weights_stride = keys;
+  mha::kernels::Attention(h, 0, queries, scratch.get());
+  mha::kernels::DecodeGroup g;
+  g.k = h.k;
+  g.v = h.v;
+  g.k_stride = h.k_stride;
+  g.v_stride = h.v_stride;
+  g.qk_dim = h.qk_dim;
+  g.v_dim = h.v_dim;
+  g.num_keys = keys;
+  g.scale = h.scale;
+  g.num_rows = std::min(queries, mha::kernels::kMaxDecodeRows);
+  for (size_t i = 0; i < g.num_rows; ++i) {
+    g.q[i] = h.q + i * h.q_stride;
+    g.out[i] = out.decode.data() + i * h.v_dim;
+    g.rule[i] = h.rule.Row(i);
+  }
+  const size_t state = mha::kernels::DecodeStateSize(g);
+  std::vector<float> states(2 * state);
+  auto decode_scratch = hwy::AllocateAligned<float>(mha::kernels::DecodeScratchSize(g));
+  mha::kernels::DecodePartial(g, 0, keys / 2, states.data(), decode_scratch.get());
+  mha::kernels::DecodePartial(g, keys / 2, keys, states.data() + state, decode_scratch.get());
+  mha::kernels::DecodeMerge(g, states.data(), 2, state);
+  return out;
+}
+
 // One head of few queries through the three paths that apply ScoreRule:
 // the flash kernel, its weights path and the decode kernel (two key ranges).
 // They must agree with each other (and the reference) on which keys each
@@ -412,50 +472,65 @@ TEST_P(KernelTest, FlashWeightsAndDecodePathsAgree) {
         std::vector<float> mask = RandomVector(queries * keys, seed++), key_bias(keys, 0.25f);
         for (size_t i = 0; i < mask.size(); i += 3) mask[i] = neg_inf;
         for (size_t j = 1; j < keys; j += 4) key_bias[j] = neg_inf;
-        AttentionHead h;
-        h.q = q.data();
-        h.q_stride = h.k_stride = h.v_stride = h.out_stride = h.qk_dim = h.v_dim = dim;
-        h.k = stored.k.data();
-        h.v = stored.v.data();
-        h.num_queries = queries;
-        h.masked_keys = keys;
-        h.scale = 0.3f;
+        AttentionHead h = PlainHead(q, stored, queries, keys, dim);
         h.rule = {key_bias.data(), mask.data(), keys, true, offset};
         h.rule.sink = sink;
-        std::vector<float> expected, expected_weights, flash(queries * dim), with_weights(queries * dim),
-            decode(queries * dim), weights(queries * keys);
+        std::vector<float> expected, expected_weights;
         ReferenceAttention(h, &expected, &expected_weights);
-        auto scratch = hwy::AllocateAligned<float>(mha::kernels::AttentionScratchSize(h));
-        h.out = flash.data();
-        mha::kernels::Attention(h, 0, queries, scratch.get());
-        h.out = with_weights.data();
-        h.weights = weights.data();
-        h.weights_stride = keys;
-        mha::kernels::Attention(h, 0, queries, scratch.get());
-        mha::kernels::DecodeGroup g;
-        g.k = h.k;
-        g.v = h.v;
-        g.k_stride = g.v_stride = g.qk_dim = g.v_dim = dim;
-        g.num_keys = keys;
-        g.scale = h.scale;
-        g.num_rows = queries;
-        for (size_t i = 0; i < queries; ++i) {
-          g.q[i] = q.data() + i * dim;
-          g.out[i] = decode.data() + i * dim;
-          g.rule[i] = h.rule.Row(i);
-        }
-        const size_t state = mha::kernels::DecodeStateSize(g);
-        std::vector<float> states(2 * state);
-        auto decode_scratch = hwy::AllocateAligned<float>(mha::kernels::DecodeScratchSize(g));
-        mha::kernels::DecodePartial(g, 0, keys / 2, states.data(), decode_scratch.get());
-        mha::kernels::DecodePartial(g, keys / 2, keys, states.data() + state, decode_scratch.get());
-        mha::kernels::DecodeMerge(g, states.data(), 2, state);
-        ExpectNear(with_weights, flash, "weights path vs flash");
-        ExpectNear(decode, flash, "decode vs flash");
+        const PathOutputs out = RunPaths(h);
+        ExpectNear(out.with_weights, out.flash, "weights path vs flash");
+        ExpectNear(out.decode, out.flash, "decode vs flash");
         if (sink == neg_inf) {
-          ExpectNear(flash, expected, "flash");
-          ExpectNear(weights, expected_weights, "weights");
+          ExpectNear(out.flash, expected, "flash");
+          ExpectNear(out.weights, expected_weights, "weights");
         }
+      }
+    }
+  }
+}
+
+// Key padding at the ends alone (a bias of 0 between the live ends) left out
+// of the rule, as FillHeads leaves it (BiasBetweenLiveKeys), gives the bits
+// the bias gives through the flash kernel, its weights path and the decode
+// kernel (one row, and rows in lanes); a hole or a value between the live
+// ends keeps the bias.
+TEST_P(KernelTest, KeyBiasOfZeroBetweenLiveEndsMayBeLeftOut) {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  uint32_t seed = 500;
+  for (size_t queries : {1, 4, 20}) {
+    for (size_t keys : {21, 70, 131}) {
+      SCOPED_TRACE(testing::Message() << "L=" << queries << " T=" << keys);
+      const size_t dim = 64;
+      const std::vector<float> q = RandomVector(queries * dim, seed++);
+      const Keys stored = RandomKeys(keys, dim, dim, Storage::kFloat32, seed++);
+      std::vector<float> key_bias(keys, 0.0f);
+      key_bias[0] = key_bias[1] = key_bias[keys - 1] = neg_inf;  // pads at both ends
+      std::vector<size_t> from(keys + 1), to(keys + 1);
+      mha::kernels::LiveKeys(key_bias.data(), keys, from.data(), to.data());
+      PathOutputs out[2];  // with the bias, then without it
+      for (int without : {0, 1}) {
+        AttentionHead h = PlainHead(q, stored, queries, keys, dim);
+        h.rule.causal = true;
+        h.rule.causal_offset = keys - queries;
+        h.rule.key_bias = without ? nullptr : key_bias.data();
+        h.rule.live_from = from.data();
+        h.rule.live_to = to.data();
+        out[without] = RunPaths(h);
+      }
+      const auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
+        return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+      };
+      EXPECT_TRUE(same(out[0].flash, out[1].flash)) << "flash";
+      EXPECT_TRUE(same(out[0].with_weights, out[1].with_weights)) << "weights path";
+      EXPECT_TRUE(same(out[0].weights, out[1].weights)) << "weights";
+      EXPECT_TRUE(same(out[0].decode, out[1].decode)) << "decode";
+      EXPECT_FALSE(mha::kernels::BiasBetweenLiveKeys(key_bias.data(), from.data(), to.data(), keys));
+      for (float between : {neg_inf, 0.5f}) {
+        std::vector<float> kept = key_bias;
+        kept[keys / 2] = between;
+        mha::kernels::LiveKeys(kept.data(), keys, from.data(), to.data());
+        EXPECT_TRUE(mha::kernels::BiasBetweenLiveKeys(kept.data(), from.data(), to.data(), keys))
+            << "between: " << between;
       }
     }
   }
