@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "hwy/targets.h"
 #include "src/io/safetensors.h"
 #include "src/kernels/kernels.h"
 
@@ -38,6 +39,18 @@ const std::string& Get(const Args& args, const std::string& key) {
 }
 
 int64_t GetInt(const Args& args, const std::string& key) { return std::stoll(Get(args, key)); }
+
+void SelectTarget(const Args& args) {
+  const auto it = args.find("target");
+  if (it == args.end()) return;
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    if (it->second == hwy::TargetName(target)) {
+      hwy::SetSupportedTargetsForTest(target);
+      return;
+    }
+  }
+  Fail("target=" + it->second + " is not a target this CPU runs and the build compiled");
+}
 
 void ApplyModelOptions(const Args& args, mha::MultiheadAttentionConfig* config) {
   const auto has = [&](const char* key) { return args.count(key) != 0; };

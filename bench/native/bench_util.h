@@ -25,6 +25,11 @@ Args ParseArgs(int argc, char** argv);
 const std::string& Get(const Args& args, const std::string& key);
 int64_t GetInt(const Args& args, const std::string& key);
 
+// With target=<Highway target name, e.g. AVX2 or SSE4>, the kernels dispatch to that target
+// (one this CPU runs and the build compiled; else Fail), so that a host's targets can be timed
+// side by side.
+void SelectTarget(const Args& args);
+
 // The options of issue 22's rows (bench/workloads.json "models"), each
 // optional: window_left= window_right= (-1: no bound) softcap= alibi=0|1
 // sinks=<.safetensors with the sinks>.

@@ -13,6 +13,7 @@
 //   module with that cache and those weights whose step is timed in alternation (issue 24's
 //   precisions against float32; "pairRatio": the median of the pairs' ratios step / base step)
 //   warmup_reps= warmup_ms= budget_ms= min_reps= max_reps=
+//   target=<Highway target, e.g. AVX2> (bench_util.h's SelectTarget; default: the best)
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -97,6 +98,7 @@ std::unique_ptr<Step> MakeStep(const Args& args, const std::string& weights, con
 
 int main(int argc, char** argv) {
   const Args args = ParseArgs(argc, argv);
+  SelectTarget(args);
   const int64_t E = GetInt(args, "E"), past = GetInt(args, "past"), L = GetInt(args, "L");
   const bool cross = GetInt(args, "cross") != 0;
   const std::string data = Get(args, "data");
