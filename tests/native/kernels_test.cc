@@ -338,6 +338,17 @@ TEST_P(KernelTest, DecodeMatchesReference) {
   }
 }
 
+// The decode kernel for group g over keys [0, keys) in two ranges, then
+// their merge into g's outputs.
+void DecodeInTwoRanges(const mha::kernels::DecodeGroup& g, size_t keys) {
+  const size_t state = mha::kernels::DecodeStateSize(g);
+  std::vector<float> states(2 * state);
+  auto scratch = hwy::AllocateAligned<float>(mha::kernels::DecodeScratchSize(g));
+  mha::kernels::DecodePartial(g, 0, keys / 2, states.data(), scratch.get());
+  mha::kernels::DecodePartial(g, keys / 2, keys, states.data() + state, scratch.get());
+  mha::kernels::DecodeMerge(g, states.data(), 2, state);
+}
+
 // A row alone (its keys in vector lanes, decode_attention-inl.h) gives the
 // bits it gets beside another row (the rows in lanes): the same products
 // and sums in the same order, on every target. Key counts around the tiles'
@@ -379,12 +390,7 @@ TEST_P(KernelTest, DecodeRowAloneGivesItsBitsInATile) {
               g.out[r] = (rows == 1 ? alone : pair).data() + r * dim;
               g.rule[r] = rule;
             }
-            const size_t state = mha::kernels::DecodeStateSize(g);
-            std::vector<float> states(2 * state);
-            auto scratch = hwy::AllocateAligned<float>(mha::kernels::DecodeScratchSize(g));
-            mha::kernels::DecodePartial(g, 0, keys / 2, states.data(), scratch.get());
-            mha::kernels::DecodePartial(g, keys / 2, keys, states.data() + state, scratch.get());
-            mha::kernels::DecodeMerge(g, states.data(), 2, state);
+            DecodeInTwoRanges(g, keys);
           }
           EXPECT_EQ(std::memcmp(alone.data(), pair.data(), dim * sizeof(float)), 0);
           EXPECT_EQ(std::isnan(alone[1]), nan && keys > 2);
@@ -444,12 +450,7 @@ PathOutputs RunPaths(AttentionHead h) {
     g.out[i] = out.decode.data() + i * h.v_dim;
     g.rule[i] = h.rule.Row(i);
   }
-  const size_t state = mha::kernels::DecodeStateSize(g);
-  std::vector<float> states(2 * state);
-  auto decode_scratch = hwy::AllocateAligned<float>(mha::kernels::DecodeScratchSize(g));
-  mha::kernels::DecodePartial(g, 0, keys / 2, states.data(), decode_scratch.get());
-  mha::kernels::DecodePartial(g, keys / 2, keys, states.data() + state, decode_scratch.get());
-  mha::kernels::DecodeMerge(g, states.data(), 2, state);
+  DecodeInTwoRanges(g, keys);
   return out;
 }
 
